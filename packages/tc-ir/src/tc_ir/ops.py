@@ -1,0 +1,556 @@
+"""The tile IR: values, blocks, operations, functions and modules.
+
+One attrs class per operation. Operands are SSA `Value`s in `operands` (optional operands come last
+and are simply absent); the op's own attributes are attrs fields declared `kw_only` on the subclass;
+results are `OpResult`s with types. Control flow is structured: `ForOp`, `IfOp` and `WhileOp` own
+blocks (`regions`) that end in `YieldOp` / `ConditionOp`. Every op keeps the source `loc` it came
+from. There are no use lists: passes that need uses walk the function (kernels are small).
+
+Generic construction (used by the IR parser and by passes that clone): ``Cls.create(operands,
+result_types, attributes, regions, loc)``. Every op class is registered in `OPS` by its `NAME`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import attrs
+from tc_lang.diagnostics import Location
+
+from .types import IRType
+
+# ------------------------------------------------------------------------------ values and blocks
+
+
+class Value:
+    """An SSA value: the result of an op or an argument of a block."""
+
+    __slots__ = ("type", "name_hint")
+
+    def __init__(self, type: IRType, name_hint: str | None = None) -> None:
+        self.type = type
+        self.name_hint = name_hint
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name_hint or ''}: {self.type}>"
+
+
+class OpResult(Value):
+    __slots__ = ("op", "index")
+
+    def __init__(self, type: IRType, op: Operation, index: int, name_hint: str | None = None) -> None:
+        super().__init__(type, name_hint)
+        self.op = op
+        self.index = index
+
+
+class BlockArgument(Value):
+    __slots__ = ("block", "index")
+
+    def __init__(self, type: IRType, block: Block, index: int, name_hint: str | None = None) -> None:
+        super().__init__(type, name_hint)
+        self.block = block
+        self.index = index
+
+
+class Block:
+    """A list of ops with typed arguments. In structured control flow each region is one block."""
+
+    __slots__ = ("args", "ops", "parent")
+
+    def __init__(self, arg_types: Sequence[IRType] = (), arg_names: Sequence[str | None] = ()) -> None:
+        names = list(arg_names) + [None] * (len(arg_types) - len(arg_names))
+        self.args: list[BlockArgument] = [
+            BlockArgument(t, self, i, n) for i, (t, n) in enumerate(zip(arg_types, names))
+        ]
+        self.ops: list[Operation] = []
+        self.parent: Operation | None = None
+
+    def add_arg(self, type: IRType, name_hint: str | None = None) -> BlockArgument:
+        arg = BlockArgument(type, self, len(self.args), name_hint)
+        self.args.append(arg)
+        return arg
+
+    def append(self, op: Operation) -> Operation:
+        op.parent = self
+        self.ops.append(op)
+        return op
+
+    def insert(self, index: int, op: Operation) -> Operation:
+        op.parent = self
+        self.ops.insert(index, op)
+        return op
+
+    def remove(self, op: Operation) -> None:
+        self.ops.remove(op)
+        op.parent = None
+
+    @property
+    def terminator(self) -> Operation | None:
+        return self.ops[-1] if self.ops else None
+
+    def walk(self) -> Iterator[Operation]:
+        """Every op in this block and, depth first, in the blocks it owns (pre-order)."""
+        for op in list(self.ops):
+            yield op
+            for region in op.regions:
+                yield from region.walk()
+
+
+# ------------------------------------------------------------------------------------ operations
+
+OPS: dict[str, type[Operation]] = {}
+
+_O = TypeVar("_O", bound="Operation")
+
+
+def register(cls: type[_O]) -> type[_O]:
+    """Class decorator: make an op known to the generic parser by its NAME."""
+    assert cls.NAME and cls.NAME not in OPS, cls
+    OPS[cls.NAME] = cls
+    return cls
+
+
+@attrs.define(eq=False, kw_only=True)
+class Operation:
+    """Base of all ops. Subclasses set NAME and add attribute fields (kw_only)."""
+
+    NAME: ClassVar[str] = ""
+    #: Ops with effects besides their results (memory, barriers, control flow terminators).
+    HAS_SIDE_EFFECTS: ClassVar[bool] = False
+
+    operands: list[Value] = attrs.field(factory=list)
+    results: list[OpResult] = attrs.field(factory=list)
+    regions: list[Block] = attrs.field(factory=list)
+    loc: Location | None = None
+    parent: Block | None = attrs.field(default=None, repr=False)
+
+    @classmethod
+    def create(
+        cls: type[_O],
+        operands: Sequence[Value],
+        result_types: Sequence[IRType],
+        attributes: dict[str, Any] | None = None,
+        regions: Sequence[Block] = (),
+        loc: Location | None = None,
+    ) -> _O:
+        op = cls(operands=list(operands), regions=list(regions), loc=loc, **(attributes or {}))
+        op.results = [OpResult(t, op, i) for i, t in enumerate(result_types)]
+        for r in op.regions:
+            r.parent = op
+        return op
+
+    @classmethod
+    def attribute_names(cls) -> tuple[str, ...]:
+        """The op's own attributes (fields beyond the base), in declaration order."""
+        base = {f.name for f in attrs.fields(Operation)}
+        return tuple(f.name for f in attrs.fields(cls) if f.name not in base)
+
+    def attributes(self) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in self.attribute_names()}
+
+    @property
+    def result(self) -> OpResult:
+        """The single result (ops with one result)."""
+        assert len(self.results) == 1, f"{self.NAME} has {len(self.results)} results"
+        return self.results[0]
+
+    @property
+    def type(self) -> IRType:
+        return self.result.type
+
+    def walk(self) -> Iterator[Operation]:
+        yield self
+        for r in self.regions:
+            yield from r.walk()
+
+
+# --- constants, ids, ranges ------------------------------------------------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ConstantOp(Operation):
+    """A scalar constant, or a tile filled with it (result type says which)."""
+
+    NAME = "tc.constant"
+    value: int | float | bool
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ProgramIdOp(Operation):
+    """The program's index along `axis` (0..2) of the launch grid: i32."""
+
+    NAME = "tc.program_id"
+    axis: int
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class NumProgramsOp(Operation):
+    """The grid size along `axis`: i32."""
+
+    NAME = "tc.num_programs"
+    axis: int
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class MakeRangeOp(Operation):
+    """tile<(end-start) x i32> holding start, start+1, ..., end-1."""
+
+    NAME = "tc.make_range"
+    start: int
+    end: int
+
+
+# --- shape ops ---------------------------------------------------------------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class SplatOp(Operation):
+    """Scalar -> tile of the result's shape."""
+
+    NAME = "tc.splat"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class BroadcastOp(Operation):
+    """Tile -> tile of equal rank where size-1 dimensions are stretched."""
+
+    NAME = "tc.broadcast"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ExpandDimsOp(Operation):
+    """Insert a dimension of size 1 at `axis`."""
+
+    NAME = "tc.expand_dims"
+    axis: int
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ReshapeOp(Operation):
+    """Same elements in row-major order, another shape (or a one-element tile to a scalar)."""
+
+    NAME = "tc.reshape"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class TransOp(Operation):
+    """Permute dimensions: result dim i is source dim perm[i]."""
+
+    NAME = "tc.trans"
+    perm: tuple[int, ...] = attrs.field(converter=tuple)
+
+
+# --- element-wise -------------------------------------------------------------------------------
+
+INT_BINARY = frozenset(
+    "add sub mul sdiv udiv srem urem and or xor shl ashr lshr smax smin umax umin".split()
+)
+FLOAT_BINARY = frozenset("fadd fsub fmul fdiv frem fmax fmin".split())
+INT_PREDICATES = frozenset("eq ne slt sle sgt sge ult ule ugt uge".split())
+FLOAT_PREDICATES = frozenset("oeq one olt ole ogt oge ueq une ult_f ule_f ugt_f uge_f ord uno".split())
+CAST_KINDS = frozenset(
+    "sext zext trunc fpext fptrunc sitofp uitofp fptosi fptoui bitcast ptrtoint inttoptr".split()
+)
+UNARY_KINDS = frozenset(
+    "neg fneg not exp log sqrt rsqrt fabs iabs sin cos exp2 log2 floor ceil".split()
+)
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class BinaryOp(Operation):
+    """Element-wise binary arithmetic on equal types. Integer kinds name their signedness
+    (sdiv/udiv, srem/urem, ashr/lshr, smax/umax); float kinds start with f. On i1, and/or/xor
+    are the logical operators."""
+
+    NAME = "tc.binary"
+    kind: str
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class CmpOp(Operation):
+    """Element-wise comparison -> i1 (tile of i1). Integer predicates eq ne slt.. ult..; float
+    predicates oeq one olt ole ogt oge (ordered) and une (unordered not-equal)."""
+
+    NAME = "tc.cmp"
+    predicate: str
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class CastOp(Operation):
+    """Element-wise conversion to the result type's element: sext zext trunc fpext fptrunc
+    sitofp uitofp fptosi fptoui bitcast ptrtoint inttoptr."""
+
+    NAME = "tc.cast"
+    kind: str
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class UnaryOp(Operation):
+    """Element-wise unary op: neg fneg not (bitwise) iabs fabs and the math functions
+    exp log sqrt rsqrt sin cos exp2 log2 floor ceil. `approx` picks the fast approximate
+    hardware version (exp and log are approximate in Triton-C, as __expf)."""
+
+    NAME = "tc.unary"
+    kind: str
+    approx: bool = False
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class FmaOp(Operation):
+    """a * b + c, rounded once."""
+
+    NAME = "tc.fma"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class SelectOp(Operation):
+    """cond ? a : b element-wise (cond i1 of the same shape, or a scalar i1)."""
+
+    NAME = "tc.select"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class AddPtrOp(Operation):
+    """ptr + offset, the offset counted in pointee elements (i32 or i64, signed)."""
+
+    NAME = "tc.addptr"
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class LoadOp(Operation):
+    """operands: ptr [, mask [, other]]. Where mask is false nothing is read and the result is
+    `other` (undefined without it)."""
+
+    NAME = "tc.load"
+    HAS_SIDE_EFFECTS = False
+    volatile: bool = False
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class StoreOp(Operation):
+    """operands: ptr, value [, mask]. Nothing is written where mask is false."""
+
+    NAME = "tc.store"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class AtomicRMWOp(Operation):
+    """operands: ptr, value [, mask] -> old values. kind: add fadd max umax fmax min umin fmin
+    and or xor xchg."""
+
+    NAME = "tc.atomic_rmw"
+    HAS_SIDE_EFFECTS = True
+    kind: str
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class AtomicCASOp(Operation):
+    """operands: ptr, cmp, value -> old values."""
+
+    NAME = "tc.atomic_cas"
+    HAS_SIDE_EFFECTS = True
+
+
+# --- tile compute --------------------------------------------------------------------------------
+
+REDUCE_KINDS = frozenset("add fadd smax umax fmax smin umin fmin".split())
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ReduceOp(Operation):
+    """Reduce dimension `axis` of a tile with `kind` (add fadd smax umax fmax smin umin fmin).
+    A rank-1 source gives a scalar."""
+
+    NAME = "tc.reduce"
+    kind: str
+    axis: int
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class DotOp(Operation):
+    """operands: a [M, K], b [K, N], acc [M, N] -> acc + a @ b, accumulated in acc's type.
+    precision: "ieee" (exact fp32) or "tf32" (tensor cores for fp32 inputs)."""
+
+    NAME = "tc.dot"
+    precision: str = "ieee"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class BarrierOp(Operation):
+    """A barrier across the program's threads (`__debug_barrier()`)."""
+
+    NAME = "tc.barrier"
+    HAS_SIDE_EFFECTS = True
+
+
+# --- structured control flow ----------------------------------------------------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ForOp(Operation):
+    """operands: lb, ub, step, *inits. regions: [body(iv, *iter_args)] ending in YieldOp.
+    Runs body for iv = lb, lb+step, ... while iv < ub (signed; step > 0). Results: the final
+    iter values (the inits when the body never runs)."""
+
+    NAME = "tc.for"
+    HAS_SIDE_EFFECTS = True
+
+    @property
+    def body(self) -> Block:
+        return self.regions[0]
+
+    @property
+    def inits(self) -> list[Value]:
+        return self.operands[3:]
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class IfOp(Operation):
+    """operands: cond (scalar i1). regions: [then, else], each ending in YieldOp with the results."""
+
+    NAME = "tc.if"
+    HAS_SIDE_EFFECTS = True
+
+    @property
+    def then_block(self) -> Block:
+        return self.regions[0]
+
+    @property
+    def else_block(self) -> Block:
+        return self.regions[1]
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class WhileOp(Operation):
+    """operands: *inits. regions: [before(*args) ending in ConditionOp(cond, *values),
+    after(*values) ending in YieldOp(*next args)]. When cond is false the ConditionOp's values
+    are the results."""
+
+    NAME = "tc.while"
+    HAS_SIDE_EFFECTS = True
+
+    @property
+    def before(self) -> Block:
+        return self.regions[0]
+
+    @property
+    def after(self) -> Block:
+        return self.regions[1]
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class YieldOp(Operation):
+    """Ends a region of for/if/while(after), passing values on."""
+
+    NAME = "tc.yield"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ConditionOp(Operation):
+    """Ends the `before` region of a while: operands cond, *values."""
+
+    NAME = "tc.condition"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ReturnOp(Operation):
+    """Ends a function (kernels return nothing)."""
+
+    NAME = "tc.return"
+    HAS_SIDE_EFFECTS = True
+
+
+# --- GPU level (inserted by tc-opt) ------------------------------------------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ConvertLayoutOp(Operation):
+    """The same tile in another layout (through shared memory when threads must exchange data)."""
+
+    NAME = "tc.convert_layout"
+
+
+# ----------------------------------------------------------------------------- functions, modules
+
+
+@attrs.define(eq=False)
+class Function:
+    """A kernel (`kind` "global"). Argument attributes: multiple_of, aligned, noalias, readonly,
+    writeonly (from the source) and divisible_by_16 / equal_to_1 (runtime specialization)."""
+
+    name: str
+    body: Block
+    arg_names: list[str] = attrs.field(factory=list)
+    arg_attrs: list[dict[str, int | bool]] = attrs.field(factory=list)
+    kind: str = "global"
+    loc: Location | None = None
+
+    @property
+    def args(self) -> list[BlockArgument]:
+        return self.body.args
+
+    def walk(self) -> Iterator[Operation]:
+        return self.body.walk()
+
+
+@attrs.define(eq=False)
+class Module:
+    """The unit of compilation: kernels (helpers are inlined by the lowering)."""
+
+    functions: list[Function] = attrs.field(factory=list)
+    #: Free-form facts the pipeline records (e.g. "num_warps": 4, "shared_bytes": 0).
+    attributes: dict[str, Any] = attrs.field(factory=dict)
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def walk(self) -> Iterator[Operation]:
+        for f in self.functions:
+            yield from f.walk()
+
+
+def replace_all_uses(root: Block, old: Value, new: Value) -> None:
+    """Replace every use of `old` by `new` in `root` and the blocks nested in it."""
+    for op in root.walk():
+        op.operands = [new if v is old else v for v in op.operands]

@@ -1,0 +1,7 @@
+"""tc-nvptx."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__: list[str] = []
