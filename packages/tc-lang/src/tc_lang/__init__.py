@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from . import ast, types
+from .frontend import check, frontend, parse, preprocess
+from .preprocessor import Preprocessed
+from .printer import to_source
 from .diagnostics import (
     Diagnostic,
     Location,
@@ -19,6 +22,12 @@ from .diagnostics import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Preprocessed",
+    "check",
+    "frontend",
+    "parse",
+    "preprocess",
+    "to_source",
     "Diagnostic",
     "Location",
     "TcCompileError",

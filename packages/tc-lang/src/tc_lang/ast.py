@@ -12,17 +12,19 @@ from typing import Union
 
 import attrs
 
-from .diagnostics import UNKNOWN_LOCATION, Location
+from .diagnostics import UNKNOWN_LOCATION, Diagnostic, Location
+from .preprocessor import Preprocessed
 from .types import ScalarType, Type
 
-_META = {"eq": False, "kw_only": True, "repr": False}
+# loc/ty/const: keyword-only, no part of equality or repr (spelled out per field so that mypy
+# sees kw_only; a shared **dict hid it and made mypy reject every subclass).
 
 
 @attrs.frozen
 class Node:
     """Base of all nodes: the source range it was parsed from."""
 
-    loc: Location = attrs.field(default=UNKNOWN_LOCATION, **_META)  # type: ignore[call-overload]
+    loc: Location = attrs.field(default=UNKNOWN_LOCATION, eq=False, kw_only=True, repr=False)
 
 
 # ----------------------------------------------------------------------------------------- types
@@ -49,8 +51,8 @@ class TypeName(Node):
 class Expr(Node):
     """Base of expressions. `ty` and `const` are filled by the checker."""
 
-    ty: Type | None = attrs.field(default=None, **_META)  # type: ignore[call-overload]
-    const: int | float | bool | None = attrs.field(default=None, **_META)  # type: ignore[call-overload]
+    ty: Type | None = attrs.field(default=None, eq=False, kw_only=True, repr=False)
+    const: int | float | bool | None = attrs.field(default=None, eq=False, kw_only=True, repr=False)
 
 
 @attrs.frozen
@@ -59,6 +61,7 @@ class IntLiteral(Expr):
 
     value: int
     suffix: str = ""
+    text: str = attrs.field(default="", eq=False)  # as written (hex literals type differently)
 
 
 @attrs.frozen
@@ -224,7 +227,7 @@ class Decl(Node):
     type: TypeName
     init: Expr | None = None
     attributes: tuple[Attribute, ...] = ()
-    ty: Type | None = attrs.field(default=None, **_META)  # type: ignore[call-overload]
+    ty: Type | None = attrs.field(default=None, eq=False, kw_only=True, repr=False)
 
 
 @attrs.frozen
@@ -234,7 +237,7 @@ class Param(Node):
     name: str
     type: TypeName
     attributes: tuple[Attribute, ...] = ()
-    ty: Type | None = attrs.field(default=None, **_META)  # type: ignore[call-overload]
+    ty: Type | None = attrs.field(default=None, eq=False, kw_only=True, repr=False)
 
 
 # ------------------------------------------------------------------------------------ statements
@@ -322,7 +325,7 @@ class FunctionDef(Node):
     return_type: TypeName
     params: tuple[Param, ...]
     body: Compound
-    return_ty: Type | None = attrs.field(default=None, **_META)  # type: ignore[call-overload]
+    return_ty: Type | None = attrs.field(default=None, eq=False, kw_only=True, repr=False)
 
 
 @attrs.frozen
@@ -330,6 +333,16 @@ class TranslationUnit(Node):
     """A whole source: its kernels and helpers in source order."""
 
     functions: tuple[FunctionDef, ...]
+    # Added by the front end (no part of equality): warnings of the parse (e.g. an inserted ';')
+    # and the preprocessor's map back to the user's files, for source lines in diagnostics.
+    warnings: tuple[Diagnostic, ...] = attrs.field(default=(), eq=False, kw_only=True, repr=False)
+    source_map: Preprocessed | None = attrs.field(default=None, eq=False, kw_only=True, repr=False)
+
+    def source_line(self, loc: Location) -> str | None:
+        """The text of the user's line at `loc` (None when unknown), for `Diagnostic.source_line`."""
+        if self.source_map is None:
+            return None
+        return self.source_map.source_line(loc.file, loc.line)
 
     def kernels(self) -> tuple[FunctionDef, ...]:
         return tuple(f for f in self.functions if f.kind == "global")

@@ -1,7 +1,9 @@
-"""tc-torch."""
+"""tc-torch: tc kernels as torch operations (tensors as arguments; stream and device from them)."""
 
 from __future__ import annotations
 
+from .ops.add import add
+
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+__all__ = ["add"]

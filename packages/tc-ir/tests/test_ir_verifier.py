@@ -1,0 +1,220 @@
+"""The verifier: valid IR passes; each broken rule is reported at the op with its location."""
+
+from __future__ import annotations
+
+import pytest
+from tc_lang.diagnostics import Location
+
+from tc_ir import ops as O
+from tc_ir.ir_parser import parse_module
+from tc_ir.types import F32, I1, I32, TileType
+from tc_ir.verifier import IRVerificationError, verify
+
+
+def module(body: str, args: str = "%x: ptr<f32>, %n: i32") -> O.Module:
+    return parse_module(f"module {{\n  tc.func global @k({args}) {{\n{body}\n    tc.return\n  }}\n}}\n")
+
+
+def fails(body: str, *expected: str, args: str = "%x: ptr<f32>, %n: i32") -> str:
+    with pytest.raises(IRVerificationError) as info:
+        verify(module(body, args))
+    text = str(info.value)
+    for e in expected:
+        assert e in text, text
+    return text
+
+
+GOOD = """
+    %r = tc.make_range {start = 0, end = 8} : tile<8xi32>
+    %ns = tc.splat %n : tile<8xi32>
+    %m = tc.cmp %r, %ns {predicate = "slt"} : tile<8xi1>
+    %px = tc.splat %x : tile<8xptr<f32>>
+    %p = tc.addptr %px, %r : tile<8xptr<f32>>
+    %z = tc.constant {value = 0.0} : tile<8xf32>
+    %v = tc.load %p, %m, %z : tile<8xf32>
+    %s = tc.reduce %v {kind = "fadd", axis = 0} : f32
+    %c0 = tc.constant {value = 0} : i32
+    %c1 = tc.constant {value = 1} : i32
+    %t = tc.for %c0, %n, %c1, %s : f32 ({
+    ^(%k: i32, %acc: f32):
+      %a = tc.binary %acc, %s {kind = "fadd"} : f32
+      tc.yield %a
+    })
+    tc.store %p, %v, %m
+"""
+
+
+def test_valid_module_passes() -> None:
+    verify(module(GOOD))
+
+
+def test_message_names_op_location_and_problem() -> None:
+    text = fails('    %a = tc.binary %n, %x {kind = "add"} : i32 loc("k.tc":7:12)',
+                 "k.tc:7:12", "tc.binary", "operand types differ: i32 and ptr<f32>")
+    assert "in: %" in text  # the op as IR text
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('    %a = tc.binary %n, %n {kind = "fadd"} : i32', "float op 'fadd' on i32"),
+        ('    %a = tc.binary %n, %n {kind = "add"} : i64', "result type i64 differs"),
+        ('    %a = tc.cmp %n, %n {predicate = "slt"} : i32', "result must be i1"),
+        ('    %a = tc.cmp %n, %n {predicate = "olt"} : i1', "float predicate 'olt' on i32"),
+        ("    %a = tc.splat %n : tile<4xf32>", "splat of i32 cannot give tile<4xf32>"),
+        ("    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>\n"
+         "    %b = tc.broadcast %r : tile<8xi32>", "cannot broadcast shape [4] to [8]"),
+        ("    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>\n"
+         "    %b = tc.expand_dims %r {axis = 0} : tile<4x1xi32>", "gives shape [1, 4]"),
+        ("    %r = tc.make_range {start = 0, end = 4} : tile<5xi32>", "must be tile<4xi32>"),
+        ("    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>\n"
+         "    %b = tc.reshape %r : tile<2x3xi32>", "reshape of 4 element(s) to 6"),
+        ("    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>\n"
+         "    %e = tc.expand_dims %r {axis = 1} : tile<4x1xi32>\n"
+         "    %b = tc.trans %e {perm = [0, 0]} : tile<4x1xi32>", "not a permutation"),
+        ("    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>\n"
+         "    %e = tc.expand_dims %r {axis = 1} : tile<4x1xi32>\n"
+         '    %s = tc.reduce %e {kind = "add", axis = 1} : tile<1xi32>', "gives shape [4] of i32"),
+        ("    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>\n"
+         '    %s = tc.reduce %r {kind = "fadd", axis = 0} : i32', "reduction fadd on i32"),
+        ("    %a = tc.constant {value = 0.0} : tile<16x8xf32>\n"
+         "    %b = tc.constant {value = 0.0} : tile<16x8xf32>\n"
+         "    %c = tc.constant {value = 0.0} : tile<16x8xf32>\n"
+         "    %d = tc.dot %a, %b, %c : tile<16x8xf32>", "dot inner dimensions differ: [16, 8] @ [16, 8]"),
+        ("    %a = tc.constant {value = 0.0} : tile<16x8xf32>\n"
+         "    %b = tc.constant {value = 0.0} : tile<8x4xf32>\n"
+         "    %c = tc.constant {value = 0.0} : tile<16x8xf32>\n"
+         "    %d = tc.dot %a, %b, %c : tile<16x8xf32>", "dot accumulator [16, 8] is not [16, 4]"),
+        ("    %v = tc.load %x : i32", "load through ptr<f32> cannot give i32"),
+        ("    %v = tc.load %n : i32", "load from a non-pointer i32"),
+        ("    %px = tc.splat %x : tile<4xptr<f32>>\n"
+         "    %m = tc.constant {value = true} : tile<8xi1>\n"
+         "    %v = tc.load %px, %m : tile<4xf32>", "load mask tile<8xi1> must be i1 of the pointer's shape [4]"),
+        ("    %px = tc.splat %x : tile<4xptr<f32>>\n"
+         "    %v = tc.constant {value = 1.0} : tile<8xf32>\n"
+         "    tc.store %px, %v", "cannot store tile<8xf32> through tile<4xptr<f32>>"),
+        ("    %px = tc.splat %x : tile<4xptr<f32>>\n"
+         "    %o = tc.constant {value = 1.0} : f32\n"
+         "    %p = tc.addptr %px, %o : tile<4xptr<f32>>", "offset must be an integer of the pointer's shape"),
+        ("    %a = tc.cast %n {kind = \"sext\"} : i16", "cast sext cannot convert i32 to i16"),
+        ("    %a = tc.cast %n {kind = \"bitcast\"} : f16", "cast bitcast cannot convert i32 to f16"),
+        ("    %c = tc.constant {value = 1} : i32\n"
+         "    %s = tc.select %c, %n, %n : i32", "select condition must be i1"),
+        ('    %a = tc.atomic_rmw %x, %n {kind = "add"} : i32', "atomic value i32 does not match the pointer ptr<f32>"),
+        ("    %p = tc.program_id {axis = 3} : i32", "axis 3 is not 0, 1 or 2"),
+        ("    %c = tc.constant {value = 1.5} : i32", "a float value 1.5 for an i32 constant"),
+        ("    %a = tc.constant {value = 0.0} : tile<16x8xf32, #blocked<spt=[1], tpw=[32], wpc=[4], order=[0]>>",
+         "has rank 1 but the tile"),
+    ],
+)
+def test_op_rules(body: str, message: str) -> None:
+    fails(body, message)
+
+
+def test_for_rules() -> None:
+    fails("""
+    %c0 = tc.constant {value = 0} : i32
+    %f = tc.constant {value = 0.0} : f32
+    %t = tc.for %c0, %n, %c0, %f : f32 ({
+    ^(%k: i32, %acc: i32):
+      tc.yield %k
+    })""", "body arguments do not match the loop-carried inits")
+    fails("""
+    %c0 = tc.constant {value = 0} : i32
+    %f = tc.constant {value = 0.0} : f32
+    %t = tc.for %c0, %n, %c0, %f : f32 ({
+    ^(%k: i32, %acc: f32):
+      tc.yield %k
+    })""", "yielded values do not match")
+    fails("""
+    %c0 = tc.constant {value = 0} : i64
+    tc.for %c0, %n, %n ({
+    ^(%k: i64):
+      tc.yield
+    })""", "lb, ub and step must be one scalar integer type")
+
+
+def test_if_and_while_rules() -> None:
+    fails("""
+    %c = tc.constant {value = true} : i1
+    %r = tc.if %c : i32 ({
+      tc.yield %n
+    }, {
+      %f = tc.constant {value = 1.0} : f32
+      tc.yield %f
+    })""", "else region's yield does not match the results")
+    fails("""
+    tc.if %n ({
+      tc.yield
+    }, {
+      tc.yield
+    })""", "condition must be a scalar i1")
+    fails("""
+    %r = tc.while %n : i32 ({
+    ^(%i: i32):
+      tc.condition %i, %i
+    }, {
+    ^(%i2: i32):
+      tc.yield %i2
+    })""", "must end with tc.condition of a scalar i1")
+    fails("""
+    %r = tc.while %n : i32 ({
+    ^(%i: i32):
+      %c = tc.cmp %i, %n {predicate = "slt"} : i1
+      tc.condition %c, %i
+    }, {
+    ^(%i2: f32):
+      tc.yield %i2
+    })""", "after-region arguments do not match")
+
+
+def test_missing_and_misplaced_terminators() -> None:
+    fails("""
+    %c = tc.constant {value = true} : i1
+    tc.if %c ({
+      tc.return
+    }, {
+      tc.yield
+    })""", "this region must end with tc.yield")
+    m = module("    tc.yield")
+    with pytest.raises(IRVerificationError, match="terminator must be the last op"):
+        verify(m)
+    fn = m.functions[0]
+    fn.body.ops.pop()  # the return
+    with pytest.raises(IRVerificationError, match="must end with tc.return"):
+        verify(m)
+
+
+def test_dominance_use_before_definition_and_outside_region() -> None:
+    body = O.Block([I32])
+    loc = Location("d.tc", 3, 5)
+    late = O.BinaryOp.create([body.args[0], body.args[0]], [I32], {"kind": "add"})
+    early = O.BinaryOp.create([late.results[0], body.args[0]], [I32], {"kind": "add"}, loc=loc)
+    body.append(early)
+    body.append(late)
+    body.append(O.ReturnOp.create([], []))
+    with pytest.raises(IRVerificationError) as info:
+        verify(O.Function("f", body))
+    assert "d.tc:3:5" in str(info.value) and "used before its definition or outside its region" in str(info.value)
+
+    m = module(GOOD)
+    fn = m.functions[0]
+    for_op = next(op for op in fn.walk() if isinstance(op, O.ForOp))
+    inner = for_op.body.ops[0].results[0]
+    bad = O.BinaryOp.create([inner, inner], [F32], {"kind": "fadd"}, loc=Location("d.tc", 9, 1))
+    fn.body.insert(len(fn.body.ops) - 1, bad)
+    with pytest.raises(IRVerificationError, match="d.tc:9:1"):
+        verify(m)
+
+
+def test_all_problems_are_reported_together() -> None:
+    text = fails('    %a = tc.binary %n, %n {kind = "fadd"} : i32\n    %b = tc.splat %n : tile<4xf32>',
+                 "float op 'fadd'", "splat of i32")
+    assert text.count("error[E0690]") == 2
+
+
+def test_tile_argument_rejected() -> None:
+    body = O.Block([TileType((4,), I1)])
+    body.append(O.ReturnOp.create([], []))
+    with pytest.raises(IRVerificationError, match="argument of tile type"):
+        verify(O.Function("f", body))

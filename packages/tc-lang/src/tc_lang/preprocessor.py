@@ -1,0 +1,395 @@
+"""The C preprocessor of Triton-C (pcpp underneath), with a map from its output back to the user.
+
+Kernels are parameterised by macros (`TYPE`, `TM`, `SHAPE_A` ...), so almost every diagnostic
+points into macro-expanded text. `Preprocessed` remembers, for every run of output characters, the
+file, line and column it came from and, for expanded text, the macro invocation that produced it;
+the parser maps each token through `Preprocessed.locate`, so messages name the user's own line.
+
+Defines from Python become object-like macros. Their values are C token text: `1024`, `half`,
+`newaxis,:` or `TM,TK` are all fine; bools become 1/0.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+from pcpp import Preprocessor as _PcppBase  # type: ignore[attr-defined]
+from pcpp import parser as _pcpp_parser
+
+from .diagnostics import Category, Diagnostic, Location, TcPreprocessorError
+
+DefineValue = str | int | float | bool
+
+_LEXER: Any = None
+
+
+def _lexer() -> Any:
+    """pcpp's PLY lexer, built once per process and cloned for each run."""
+    global _LEXER
+    if _LEXER is None:
+        # Built here (not with pcpp's default_lexer) so that PLY never writes a lextab file.
+        from .lexer import build_lexer
+
+        _LEXER = build_lexer(_pcpp_parser.lex, _pcpp_parser)
+    return _LEXER.clone()
+
+
+@attrs.frozen
+class Segment:
+    """Output columns from `out_col` on (to the next segment) come from `origin`.
+
+    For text produced by a macro, `expanded` is True and every column maps to the whole
+    invocation range `origin`; otherwise columns map one to one.
+    """
+
+    out_col: int
+    origin: Location
+    expanded: bool = False
+
+
+@attrs.frozen(eq=False)
+class Preprocessed:
+    """The preprocessed text of a kernel source and the map back to the user's files."""
+
+    text: str
+    filename: str
+    lines: tuple[tuple[Segment, ...], ...] = ()
+    sources: Mapping[str, str] = attrs.field(factory=dict)
+    identity: bool = False
+
+    @classmethod
+    def plain(cls, text: str, filename: str = "<source>") -> Preprocessed:
+        """Text that was not preprocessed: output positions are the user's positions."""
+        return cls(text=text, filename=filename, sources={filename: text}, identity=True)
+
+    def locate(self, line: int, col: int, length: int = 1) -> Location:
+        """The user's location of `length` output characters starting at 1-based (line, col)."""
+        if self.identity or not (1 <= line <= len(self.lines)):
+            return Location(self.filename, line, col, line, col + max(length, 1) - 1)
+        segs = self.lines[line - 1]
+        chosen: Segment | None = None
+        for seg in segs:
+            if seg.out_col <= col:
+                chosen = seg
+            else:
+                break
+        if chosen is None:
+            if not segs:
+                return Location(self.filename, line, col)
+            chosen = segs[0]
+        o = chosen.origin
+        if chosen.expanded:
+            return o
+        start = o.col + (col - chosen.out_col)
+        return Location(o.file, o.line, start, o.line, start + max(length, 1) - 1)
+
+    def source_line(self, file: str, line: int) -> str | None:
+        """The text of a line of one of the user's files (for the caret display)."""
+        text = self.sources.get(file)
+        if text is None or line < 1:
+            return None
+        lines = text.splitlines()
+        return lines[line - 1] if line <= len(lines) else None
+
+
+def define_text(value: DefineValue) -> str:
+    """The macro body for a Python define value (bool becomes 1/0)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"define values must be str, int, float or bool, not {type(value).__name__}")
+
+
+def decode_source(source: str | bytes, filename: str) -> str:
+    """The source as text; undecodable bytes are a preprocessor error at their position."""
+    if isinstance(source, str):
+        return source
+    try:
+        return source.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = source[: e.start]
+        line = before.count(b"\n") + 1
+        col = e.start - (before.rfind(b"\n") + 1) + 1
+        text = source.decode("utf-8", errors="replace")
+        lines = text.splitlines()
+        raise TcPreprocessorError(
+            [
+                Diagnostic(
+                    Category.PREPROCESSOR,
+                    "E0102",
+                    f"source is not valid UTF-8 (byte 0x{source[e.start]:02x})",
+                    Location(filename, line, col),
+                    source_line=lines[line - 1] if line <= len(lines) else None,
+                )
+            ]
+        ) from None
+
+
+class _Pcpp(_PcppBase):  # type: ignore[misc]
+    """pcpp with its hooks turned into diagnostics and a record of macro invocation sites."""
+
+    def __init__(self, filename: str) -> None:
+        super().__init__(lexer=_lexer())
+        self.tc_filename = filename
+        self.tc_files: dict[str, str] = {}
+        self.tc_diags: list[Diagnostic] = []
+        self.tc_depth = 0
+        self.tc_last: tuple[str, int] = (filename, 1)
+        self.tc_include_at: tuple[str, int] = (filename, 1)
+        self.line_directive = None
+
+    # -- diagnostics -------------------------------------------------------------------------
+
+    def tc_error(self, code: str, file: str | None, line: int, col: int, msg: str) -> None:
+        f = file or self.tc_filename
+        text = self.tc_files.get(f)
+        src = None
+        if text is not None:
+            ls = text.splitlines()
+            if 1 <= line <= len(ls):
+                src = ls[line - 1]
+                if col <= 0:
+                    col = len(src) - len(src.lstrip()) + 1
+        self.tc_diags.append(
+            Diagnostic(
+                Category.PREPROCESSOR,
+                code,
+                msg,
+                Location(f, line, max(col, 1)),
+                source_line=src,
+            )
+        )
+
+    def on_error(self, file: str, line: int, msg: str) -> None:
+        code = "E0101"
+        if msg.startswith("Macro ") and "argument" in msg:
+            code = "E0106"
+        elif msg.startswith("Unterminated"):
+            code = "E0107"
+        self.tc_error(code, file, line, 0, msg[0].lower() + msg[1:] if msg else msg)
+
+    def on_include_not_found(
+        self, is_malformed: bool, is_system_include: bool, curdir: str, includepath: str
+    ) -> None:
+        from pcpp.parser import OutputDirective, Action
+
+        file, line = self.tc_include_at
+        if is_malformed:
+            self.tc_error("E0104", file, line, 0, f"malformed #include {includepath}")
+        else:
+            self.tc_error("E0104", file, line, 0, f"cannot find include file '{includepath}'")
+        raise OutputDirective(Action.IgnoreAndRemove)
+
+    def on_file_open(self, is_system_include: bool, includepath: str) -> Any:
+        fh = super().on_file_open(is_system_include, includepath)
+        data = fh.read()
+        fh.close()
+        self.tc_files[includepath] = data
+        import io
+
+        return io.StringIO(data)
+
+    def on_directive_handle(
+        self, directive: Any, toks: Any, ifpassthru: bool, precedingtoks: Any
+    ) -> bool:
+        self.tc_last = (directive.source, directive.lineno)
+        if directive.value == "include":
+            self.tc_include_at = self.tc_last
+        return True
+
+    def on_directive_unknown(
+        self, directive: Any, toks: Any, ifpassthru: bool, precedingtoks: Any
+    ) -> bool:
+        name = directive.value
+        col = self._col(directive)
+        if name == "error":
+            msg = "".join(t.value for t in toks).strip()
+            self.tc_error("E0103", directive.source, directive.lineno, col - 1, f"#error {msg}")
+        elif name in ("warning", "pragma", "line"):
+            pass
+        else:
+            self.tc_error(
+                "E0105", directive.source, directive.lineno, col, f"unknown directive '#{name}'"
+            )
+        return True
+
+    def on_comment(self, tok: Any) -> bool:
+        return False
+
+    # -- positions ---------------------------------------------------------------------------
+
+    def _col(self, tok: Any) -> int:
+        """1-based column of a token of a user file (from its absolute lexpos)."""
+        starts = self._starts(tok.source)
+        if starts is None:
+            return 1
+        line = tok.lineno
+        if 1 <= line <= len(starts):
+            col: int = int(tok.lexpos) - starts[line - 1] + 1
+            return col
+        return 1
+
+    _starts_cache: dict[str, list[int]]
+
+    def _starts(self, source: str | None) -> list[int] | None:
+        if source is None or source not in self.tc_files:
+            return None
+        cache = self.__dict__.setdefault("_starts_cache", {})
+        if source not in cache:
+            text = "\n".join(x.rstrip() for x in self.tc_files[source].splitlines())
+            starts = [0]
+            for i, ch in enumerate(text):
+                if ch == "\n":
+                    starts.append(i + 1)
+            cache[source] = starts
+        result: list[int] = cache[source]
+        return result
+
+    def expand_macros(self, tokens: list[Any], expanding_from: list[str] | None = None) -> Any:
+        """pcpp's expansion, plus: every expanded token learns its invocation site (`tc_site`)."""
+        if expanding_from:
+            return super().expand_macros(tokens, expanding_from)
+        if self.tc_depth > 0:
+            return super().expand_macros(tokens, [])
+        orig = list(tokens)
+        for t in orig:
+            if t.type not in self.t_WS:
+                t.tc_pos = (t.source, t.lineno, self._col(t), len(str(t.value)))
+        self.tc_depth += 1
+        try:
+            result = super().expand_macros(tokens, [])
+        finally:
+            self.tc_depth -= 1
+        survivors = {id(t) for t in result}
+        j = 0
+        i = 0
+        while i < len(result):
+            t = result[i]
+            if j < len(orig) and t is orig[j]:
+                i += 1
+                j += 1
+                continue
+            # An expanded run: the removed originals from j up to the next survivor.
+            start = j
+            while j < len(orig) and id(orig[j]) not in survivors:
+                j += 1
+            removed = [o for o in orig[start:j] if o.type not in self.t_WS and hasattr(o, "tc_pos")]
+            site = None
+            if removed:
+                f, ln, c, _ = removed[0].tc_pos
+                lf, lln, lc, llen = removed[-1].tc_pos
+                end = (lln, lc + llen - 1) if lln == ln else (ln, c + len(str(removed[0].value)) - 1)
+                site = (Location(f, ln, c, end[0], end[1], str(removed[0].value)),)
+            while i < len(result) and (j >= len(orig) or result[i] is not orig[j]):
+                if site is not None:
+                    result[i].tc_site = site[0]
+                i += 1
+        return result
+
+
+def preprocess(
+    source: str | bytes,
+    defines: Mapping[str, DefineValue] | None = None,
+    *,
+    filename: str = "<source>",
+    include_dirs: Sequence[str] = (),
+) -> Preprocessed:
+    """Run the C preprocessor over a kernel source with `defines` as object-like macros.
+
+    Raises `TcPreprocessorError` (all problems of the source at once) for #error, bad
+    directives, missing includes, malformed macro calls and unterminated conditionals.
+    """
+    text = decode_source(source, filename)
+    pp = _Pcpp(filename)
+    pp.tc_files[filename] = text
+    for name, value in (defines or {}).items():
+        if not isinstance(name, str) or not name.isidentifier():
+            pp.tc_error("E0108", filename, 0, 0, f"invalid define name {name!r}")
+            continue
+        try:
+            body = define_text(value)
+        except TypeError as e:
+            pp.tc_error("E0108", filename, 0, 0, f"define {name}: {e}")
+            continue
+        if "\n" in body:
+            pp.tc_error("E0108", filename, 0, 0, f"define {name}: value must be on one line")
+            continue
+        pp.define(f"{name} {body}")
+    for d in include_dirs:
+        pp.add_path(str(d))
+    if filename and not filename.startswith("<"):
+        pp.temp_path.insert(0, os.path.dirname(os.path.abspath(filename)))
+    if pp.tc_diags:
+        raise TcPreprocessorError(pp.tc_diags)
+    pp.ignore = {}
+    pp.parser = pp.parsegen(text, filename, filename)
+    out: list[str] = []
+    lines: list[list[Segment]] = [[]]
+    col = 1
+    for tok in _tokens(pp):
+        value = str(tok.value)
+        if tok.type in pp.t_WS or value.isspace():
+            for ch in value:
+                if ch == "\n":
+                    out.append("\n")
+                    lines.append([])
+                    col = 1
+                else:
+                    out.append(ch)
+                    col += 1
+            continue
+        site = getattr(tok, "tc_site", None)
+        pos = getattr(tok, "tc_pos", None)
+        if site is not None:
+            seg = Segment(col, site, True)
+        elif pos is not None:
+            f, ln, c, n = pos
+            seg = Segment(col, Location(f, ln, c, ln, c + n - 1))
+        else:
+            seg = Segment(col, Location(tok.source or filename, tok.lineno, 1))
+        cur = lines[-1]
+        if not cur or cur[-1].origin != seg.origin or cur[-1].expanded != seg.expanded or (
+            not seg.expanded
+        ):
+            cur.append(seg)
+        # Multi-line tokens (block comments are whitespace already) cannot occur; strings may.
+        for ch in value:
+            if ch == "\n":
+                out.append("\n")
+                lines.append([])
+                col = 1
+            else:
+                out.append(ch)
+                col += 1
+    if pp.tc_diags:
+        raise TcPreprocessorError(pp.tc_diags)
+    return Preprocessed(
+        text="".join(out),
+        filename=filename,
+        lines=tuple(tuple(x) for x in lines),
+        sources=dict(pp.tc_files),
+    )
+
+
+def _tokens(pp: _Pcpp) -> Iterator[Any]:
+    """pcpp's output tokens; an internal pcpp failure becomes a diagnostic at the last directive."""
+    while True:
+        try:
+            tok = pp.token()
+        except TcPreprocessorError:
+            raise
+        except Exception as e:  # pcpp raises raw exceptions on some malformed directives
+            file, line = pp.tc_last
+            pp.tc_error("E0101", file, line, 0, f"malformed preprocessor directive ({type(e).__name__})")
+            raise TcPreprocessorError(pp.tc_diags) from None
+        if tok is None:
+            return
+        if tok.type not in pp.t_WS:
+            pp.tc_last = (tok.source or pp.tc_filename, tok.lineno)
+        yield tok

@@ -1,0 +1,148 @@
+"""The preprocessor: defines from Python, directives, includes, errors at the user's lines, and
+the map from expanded text back to the user's source and macro."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tc_lang
+from tc_lang import TcPreprocessorError
+
+
+def text(src: str, defines: dict[str, str | int | float | bool] | None = None) -> str:
+    return " ".join(tc_lang.preprocess(src, defines).text.split())
+
+
+def test_defines_of_every_python_type() -> None:
+    out = text("A B C D E", {"A": 3, "B": 0.5, "C": True, "D": False, "E": "newaxis,:"})
+    assert out == "3 0.5 1 0 newaxis,:"
+
+
+def test_bool_define_works_under_if() -> None:
+    src = "#if USE\nyes\n#else\nno\n#endif\n"
+    assert text(src, {"USE": True}) == "yes"
+    assert text(src, {"USE": False}) == "no"
+
+
+def test_object_and_function_like_macros_with_stringize_and_paste() -> None:
+    src = (
+        "#define SQ(x) ((x) * (x))\n"
+        "#define CAT(a, b) a ## b\n"
+        "#define STR(a) #a\n"
+        "SQ(n + 1) CAT(foo, 42) STR(hi)\n"
+    )
+    assert text(src) == '((n + 1) * (n + 1)) foo42 "hi"'
+
+
+def test_undef_and_conditionals() -> None:
+    src = (
+        "#define X 1\n#undef X\n"
+        "#ifdef X\nbad\n#endif\n"
+        "#ifndef X\ngood\n#endif\n"
+        "#if LEVEL == 1\none\n#elif LEVEL == 2\ntwo\n#else\nother\n#endif\n"
+    )
+    assert text(src, {"LEVEL": 2}) == "good two"
+    assert text(src, {"LEVEL": 7}) == "good other"
+
+
+def test_include_beside_the_source_and_from_include_dirs(tmp_path: Path) -> None:
+    (tmp_path / "local.h").write_text("#define LOCAL 11\n")
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "lib.h").write_text("#define LIB 22\n")
+    main = tmp_path / "k.tc"
+    src = '#include "local.h"\n#include "lib.h"\nLOCAL LIB\n'
+    main.write_text(src)
+    pre = tc_lang.preprocess(src, filename=str(main), include_dirs=[str(inc)])
+    assert pre.text.split() == ["11", "22"]
+
+
+def test_missing_include_is_an_error_at_its_line() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess('int x;\n#include "nope.h"\n', filename="k.tc")
+    d = info.value.first
+    assert d.code == "E0104"
+    assert "nope.h" in d.message
+    assert (d.location.file, d.location.line) == ("k.tc", 2)
+
+
+def test_error_directive_reports_user_line_and_column() -> None:
+    src = "__global__ void f() {}\n  #error need BLOCK\n"
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(src, filename="k.tc")
+    d = info.value.first
+    assert d.code == "E0103"
+    assert d.message == "#error need BLOCK"
+    assert (d.location.line, d.location.col) == (2, 3)
+    assert str(info.value).startswith("k.tc:2:3: error[E0103]: #error need BLOCK")
+    assert "    #error need BLOCK" in str(info.value)
+
+
+def test_unterminated_conditional() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess("#if 1\nx\n", filename="k.tc")
+    assert info.value.first.code == "E0107"
+    assert info.value.first.location.line == 1
+
+
+def test_unknown_directive() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess("x\n#frobnicate\n", filename="k.tc")
+    assert info.value.first.code == "E0105"
+    assert "frobnicate" in info.value.first.message
+
+
+def test_macro_argument_count() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess("#define F(a, b) a\nF(1)\n", filename="k.tc")
+    assert info.value.first.code == "E0106"
+    assert info.value.first.location.line == 2
+
+
+def test_bad_define_name() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess("x", {"not a name": 1})
+    assert info.value.first.code == "E0108"
+
+
+def test_bytes_input_and_invalid_utf8() -> None:
+    assert tc_lang.preprocess(b"abc").text.strip() == "abc"
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(b"int x;\nint \xff y;\n", filename="k.tc")
+    d = info.value.first
+    assert d.code == "E0102"
+    assert (d.location.line, d.location.col) == (2, 5)
+
+
+def test_locations_map_back_through_macros() -> None:
+    src = "#define TILE 3\n__global__ void f() {\n  float x[TILE] = 0;\n}\n"
+    with pytest.raises(tc_lang.TcShapeError) as info:
+        tc_lang.frontend(src, filename="k.tc")
+    d = info.value.first
+    assert d.code == "E0502"
+    assert (d.location.file, d.location.line) == ("k.tc", 3)
+    assert "tile sizes must be powers of two" in (d.hint or "")
+    rendered = str(info.value)
+    assert rendered.splitlines()[1] == "      float x[TILE] = 0;"
+
+
+def test_error_inside_define_names_the_macro() -> None:
+    src = "__global__ void f(int n) {\n  int x = n + OFFSET;\n}\n"
+    with pytest.raises(tc_lang.TcNameError) as info:
+        tc_lang.frontend(src, {"OFFSET": "m * 2"}, filename="k.tc")
+    d = info.value.first
+    assert d.message == "use of undeclared identifier 'm'"
+    assert (d.location.line, d.location.col) == (2, 15)
+    assert d.location.macro == "OFFSET"
+    assert "(in expansion of macro 'OFFSET')" in str(info.value)
+
+
+def test_columns_after_a_macro_are_the_users() -> None:
+    src = "__global__ void f(int n) {\n  int x = SIZE + q;\n}\n"
+    with pytest.raises(tc_lang.TcNameError) as info:
+        tc_lang.frontend(src, {"SIZE": 1024}, filename="k.tc")
+    d = info.value.first
+    assert (d.location.line, d.location.col) == (2, 18)
+    assert d.location.macro is None

@@ -1,0 +1,119 @@
+"""`tcc`: compile a Triton-C file and print or write one stage (IR, laid-out IR, LLVM, PTX, cubin).
+
+Errors in the user's program are printed as diagnostics on stderr with exit code 1, never as a
+Python traceback (set TC_DEBUG=1 to see the traceback of an internal error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from tc_lang.diagnostics import TcCompileError
+from tc_opt.options import ARCHS, CompileOptions
+
+from .compiler import compile_module, frontend_module
+from .ptxas import PtxasError, assemble
+
+EMITS = ("ir", "ir-gpu", "llvm", "ptx", "cubin")
+
+
+def _define(text: str) -> tuple[str, object]:
+    name, sep, value = text.partition("=")
+    if not name or not name.replace("_", "a").isalnum():
+        raise argparse.ArgumentTypeError(f"bad define {text!r} (expected NAME or NAME=VALUE)")
+    if not sep:
+        return name, 1
+    for conv in (int, float):
+        try:
+            return name, conv(value)
+        except ValueError:
+            pass
+    return name, value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tcc", description="Compile a Triton-C kernel for NVIDIA GPUs.")
+    p.add_argument("file", help="the .tc source file ('-' for stdin)")
+    p.add_argument("-D", dest="defines", action="append", type=_define, default=[], metavar="NAME=VALUE")
+    p.add_argument("--kernel", help="the kernel to compile (when the file has several)")
+    p.add_argument("--emit", choices=EMITS, default="ptx")
+    p.add_argument("--arch", choices=ARCHS, default="sm_90")
+    p.add_argument("--num-warps", type=int, default=4)
+    p.add_argument("--num-stages", type=int, default=3)
+    p.add_argument("-o", dest="output", help="write here instead of stdout (required for cubin)")
+    p.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
+    p.add_argument("--after", metavar="PASS", help="emit the IR after this pass instead")
+    return p
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        options = CompileOptions(
+            arch=args.arch,
+            num_warps=args.num_warps,
+            num_stages=args.num_stages,
+            print_after_all=args.print_after_all,
+        )
+    except ValueError as exc:
+        return _fail(f"tcc: error: {exc}")
+    try:
+        if args.file == "-":
+            source, filename = sys.stdin.read(), "<stdin>"
+        else:
+            with open(args.file, encoding="utf-8") as fh:
+                source = fh.read()
+            filename = args.file
+    except OSError as exc:
+        return _fail(f"tcc: error: cannot read {args.file}: {exc.strerror}")
+    try:
+        module = frontend_module(source, dict(args.defines), args.kernel, filename)
+        if args.emit == "ir" and not args.after:
+            from tc_opt.pass_manager import module_text
+
+            return _write(args.output, module_text(module))
+        kernel = compile_module(module, options, assemble_cubin=False, stop_after=args.after)
+        if args.after:
+            if "after" not in kernel.asm:
+                return _fail(f"tcc: error: no pass named {args.after!r} in the pipeline")
+            return _write(args.output, kernel.asm["after"])
+        if args.emit == "cubin":
+            if not args.output:
+                return _fail("tcc: error: --emit=cubin needs -o FILE")
+            cubin, _info = assemble(kernel.ptx, args.arch)
+            with open(args.output, "wb") as fh:
+                fh.write(cubin)
+            return 0
+        return _write(args.output, kernel.asm[args.emit])
+    except TcCompileError as exc:
+        return _fail(str(exc))
+    except PtxasError as exc:
+        return _fail(f"tcc: error: {exc}")
+    except KeyError as exc:  # an unknown kernel name
+        return _fail(f"tcc: error: no kernel named {exc}")
+    except Exception as exc:  # an internal error: say so plainly
+        if os.environ.get("TC_DEBUG"):
+            traceback.print_exc()
+        return _fail(f"tcc: internal compiler error: {type(exc).__name__}: {exc}")
+
+
+def _write(path: str | None, text: str) -> int:
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""LLVM IR -> PTX with the NVPTX back end of llvmlite's LLVM (O3, new pass manager)."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+_init_lock = threading.Lock()
+_initialized = False
+
+#: The PTX ISA version requested from LLVM (CUDA 12+ drivers accept 8.0).
+PTX_FEATURES = "+ptx80"
+
+
+def _init() -> None:
+    global _initialized
+    with _init_lock:
+        if not _initialized:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _initialized = True
+
+
+def target_machine(arch: str) -> llvm.TargetMachine:
+    _init()
+    target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
+    return target.create_target_machine(cpu=arch, features=PTX_FEATURES, opt=3)
+
+
+def llvm_text(module: ir.Module | str, num_warps: int | None = None) -> str:
+    """The module's text, with the launch bound (max threads per block) of every kernel."""
+    text = str(module)
+    nw = num_warps if num_warps is not None else getattr(module, "tc_num_warps", None)
+    if nw is None:
+        return text
+    kernels = re.findall(r'define ptx_kernel void @"?([\w.$]+)"?\(', text)
+    if kernels:
+        md = ", ".join(f"!{i + 1000}" for i in range(len(kernels)))
+        text += f"\n!nvvm.annotations = !{{{md}}}\n"
+        for i, k in enumerate(kernels):
+            text += f'!{i + 1000} = !{{ptr @"{k}", !"maxntidx", i32 {32 * nw}}}\n'
+    return text
+
+
+def optimize(text: str, arch: str) -> llvm.ModuleRef:
+    tm = target_machine(arch)
+    mod = llvm.parse_assembly(text)
+    mod.triple = "nvptx64-nvidia-cuda"
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def emit_ptx(module: ir.Module | str, arch: str = "sm_90", num_warps: int | None = None) -> str:
+    """PTX for `arch` of an llvmlite module (or LLVM IR text), optimised at O3."""
+    text = module if isinstance(module, str) else llvm_text(module, num_warps)
+    mod = optimize(text, arch)
+    return str(target_machine(arch).emit_assembly(mod))
+
+
+def optimized_llvm(module: ir.Module | str, arch: str = "sm_90", num_warps: int | None = None) -> str:
+    text = module if isinstance(module, str) else llvm_text(module, num_warps)
+    return str(optimize(text, arch))

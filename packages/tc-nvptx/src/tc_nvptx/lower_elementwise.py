@@ -1,0 +1,246 @@
+"""Element-wise ops: arithmetic with signedness, comparisons, casts, math, select, addptr."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+from tc_ir.ops import AddPtrOp, BinaryOp, CastOp, CmpOp, FmaOp, SelectOp, UnaryOp, Value
+from tc_ir.types import IRType, PointerType, ScalarType, TileType, element_of
+
+from .context import Ctx, TileVal, lowering_error
+from .llvm_types import F32, I32, llvm_type, memory_type
+from .lowerings import lowers
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}  # fmt: skip
+_FCMP_ORDERED = {"oeq": "==", "one": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=", "ord": "ord", "uno": "uno"}
+_FCMP_UNORDERED = {"ueq": "==", "une": "!=", "ult_f": "<", "ule_f": "<=", "ugt_f": ">", "uge_f": ">="}
+
+
+def apply(ctx: Ctx, result: Value, operands: list[Value], f: Callable[[list[ir.Value]], ir.Value]) -> None:
+    t = result.type
+    if isinstance(t, TileType):
+        ctx.values[result] = ctx.elementwise(t, operands, f)
+    else:
+        ctx.values[result] = f([ctx.scalar(v) for v in operands])
+
+
+def int_binary(b: ir.IRBuilder, kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    if kind == "add":
+        return b.add(x, y)
+    if kind == "sub":
+        return b.sub(x, y)
+    if kind == "mul":
+        return b.mul(x, y)
+    if kind == "sdiv":
+        return b.sdiv(x, y)
+    if kind == "udiv":
+        return b.udiv(x, y)
+    if kind == "srem":
+        return b.srem(x, y)
+    if kind == "urem":
+        return b.urem(x, y)
+    if kind == "and":
+        return b.and_(x, y)
+    if kind == "or":
+        return b.or_(x, y)
+    if kind == "xor":
+        return b.xor(x, y)
+    if kind == "shl":
+        return b.shl(x, y)
+    if kind == "ashr":
+        return b.ashr(x, y)
+    if kind == "lshr":
+        return b.lshr(x, y)
+    if kind in ("smax", "smin"):
+        c = b.icmp_signed(">" if kind == "smax" else "<", x, y)
+        return b.select(c, x, y)
+    if kind in ("umax", "umin"):
+        c = b.icmp_unsigned(">" if kind == "umax" else "<", x, y)
+        return b.select(c, x, y)
+    raise KeyError(kind)
+
+
+def float_binary(ctx: Ctx, kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    b = ctx.b
+    if kind == "fadd":
+        return b.fadd(x, y)
+    if kind == "fsub":
+        return b.fsub(x, y)
+    if kind == "fmul":
+        return b.fmul(x, y)
+    if kind == "fdiv":
+        return b.fdiv(x, y)
+    if kind == "frem":
+        return b.frem(x, y)
+    if kind in ("fmax", "fmin"):
+        name = "llvm.maxnum" if kind == "fmax" else "llvm.minnum"
+        return ctx.call(f"{name}.{x.type.intrinsic_name}", x.type, [x, y])
+    raise KeyError(kind)
+
+
+def combine(ctx: Ctx, kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """The binary op of a reduction kind or a binary kind."""
+    if kind.startswith("f"):
+        return float_binary(ctx, kind, x, y)
+    return int_binary(ctx.b, kind, x, y)
+
+
+@lowers("tc.binary")
+def lower_binary(ctx: Ctx, op: BinaryOp) -> None:
+    elem = element_of(op.result.type)
+    if not isinstance(elem, ScalarType):
+        raise lowering_error("binary op on pointers", op.loc)
+    if elem.is_float:
+        apply(ctx, op.result, op.operands, lambda a: float_binary(ctx, op.kind, a[0], a[1]))
+    else:
+        apply(ctx, op.result, op.operands, lambda a: int_binary(ctx.b, op.kind, a[0], a[1]))
+
+
+@lowers("tc.cmp")
+def lower_cmp(ctx: Ctx, op: CmpOp) -> None:
+    p = op.predicate
+    elem = element_of(op.operands[0].type)
+    b = ctx.b
+
+    def f(a: list[ir.Value]) -> ir.Value:
+        x, y = a
+        if isinstance(elem, PointerType):
+            x, y = b.ptrtoint(x, ir.IntType(64)), b.ptrtoint(y, ir.IntType(64))
+        if p in ("eq", "ne", "sle", "slt", "sgt", "sge") and not (isinstance(elem, ScalarType) and elem.is_float):
+            return b.icmp_signed(_ICMP[p], x, y)
+        if p in ("ult", "ule", "ugt", "uge"):
+            return b.icmp_unsigned(_ICMP[p], x, y)
+        if p in _FCMP_ORDERED:
+            return b.fcmp_ordered(_FCMP_ORDERED[p], x, y)
+        if p in _FCMP_UNORDERED:
+            return b.fcmp_unordered(_FCMP_UNORDERED[p], x, y)
+        raise lowering_error(f"unknown comparison {p}", op.loc)
+
+    apply(ctx, op.result, op.operands, f)
+
+
+@lowers("tc.cast")
+def lower_cast(ctx: Ctx, op: CastOp) -> None:
+    dst = llvm_type(element_of(op.result.type))
+    b = ctx.b
+    k = op.kind
+    table = {
+        "sext": b.sext, "zext": b.zext, "trunc": b.trunc, "fpext": b.fpext, "fptrunc": b.fptrunc,
+        "sitofp": b.sitofp, "uitofp": b.uitofp, "fptosi": b.fptosi, "fptoui": b.fptoui,
+        "bitcast": b.bitcast, "ptrtoint": b.ptrtoint, "inttoptr": b.inttoptr,
+    }  # fmt: skip
+    fn = table.get(k)
+    if fn is None:
+        raise lowering_error(f"unknown cast {k}", op.loc)
+    src = element_of(op.operands[0].type)
+    if k == "fpext" and isinstance(src, ScalarType) and src.name == "bf16":
+        # bf16 -> f32 is exact: shift the bits into the high half
+        def bf(a: list[ir.Value]) -> ir.Value:
+            w = b.zext(b.bitcast(a[0], ir.IntType(16)), I32)
+            f = b.bitcast(b.shl(w, ir.Constant(I32, 16)), F32)
+            return f if dst == F32 else b.fpext(f, dst)
+
+        apply(ctx, op.result, op.operands, bf)
+        return
+    apply(ctx, op.result, op.operands, lambda a: fn(a[0], dst))
+
+
+def _approx(ctx: Ctx, instr: str, x: ir.Value) -> ir.Value:
+    return ctx.asm(F32, f"{instr} $0, $1;", "=f,f", [x])
+
+
+def unary_f32(ctx: Ctx, kind: str, x: ir.Value, approx: bool) -> ir.Value:
+    b = ctx.b
+    if kind == "exp":
+        if approx:
+            return _approx(ctx, "ex2.approx.f32", b.fmul(x, ir.Constant(F32, LOG2E)))
+        # exp(x) = 2^n * exp(r), r = x - n ln2 in [-ln2/2, ln2/2], with ln2 split for accuracy
+        n = ctx.call("llvm.rint.f32", F32, [b.fmul(x, ir.Constant(F32, LOG2E))])
+        r = ctx.call("llvm.fma.f32", F32, [n, ir.Constant(F32, -0.693145751953125), x])
+        r = ctx.call("llvm.fma.f32", F32, [n, ir.Constant(F32, -1.428606765330187e-06), r])
+        er = _approx(ctx, "ex2.approx.f32", b.fmul(r, ir.Constant(F32, LOG2E)))
+        return b.fmul(er, _approx(ctx, "ex2.approx.f32", n))
+    if kind == "log":
+        return b.fmul(_approx(ctx, "lg2.approx.f32", x), ir.Constant(F32, LN2))
+    if kind == "exp2":
+        return _approx(ctx, "ex2.approx.f32", x)
+    if kind == "log2":
+        return _approx(ctx, "lg2.approx.f32", x)
+    if kind == "sin":
+        return _approx(ctx, "sin.approx.f32", x)
+    if kind == "cos":
+        return _approx(ctx, "cos.approx.f32", x)
+    if kind == "sqrt":
+        if approx:
+            return _approx(ctx, "sqrt.approx.f32", x)
+        return ctx.call("llvm.sqrt.f32", F32, [x])
+    if kind == "rsqrt":
+        if approx:
+            return _approx(ctx, "rsqrt.approx.f32", x)
+        return b.fdiv(ir.Constant(F32, 1.0), ctx.call("llvm.sqrt.f32", F32, [x]))
+    raise KeyError(kind)
+
+
+@lowers("tc.unary")
+def lower_unary(ctx: Ctx, op: UnaryOp) -> None:
+    elem = element_of(op.result.type)
+    assert isinstance(elem, ScalarType)
+    b = ctx.b
+    k = op.kind
+    ty = llvm_type(elem)
+
+    def f(a: list[ir.Value]) -> ir.Value:
+        x = a[0]
+        if k == "neg":
+            return b.sub(ir.Constant(ty, 0), x)
+        if k == "fneg":
+            return b.fneg(x)
+        if k == "not":
+            return b.xor(x, ir.Constant(ty, -1 if elem.bits > 1 else 1))
+        if k == "iabs":
+            return b.select(b.icmp_signed("<", x, ir.Constant(ty, 0)), b.sub(ir.Constant(ty, 0), x), x)
+        if k in ("fabs", "floor", "ceil") or (k == "sqrt" and not op.approx and elem.name == "f64"):
+            name = {"fabs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil", "sqrt": "llvm.sqrt"}[k]
+            return ctx.call(f"{name}.{ty.intrinsic_name}", ty, [x])
+        if elem.name == "f64":
+            raise lowering_error(f"{k} on double is not supported by the code generator yet", op.loc)
+        x32 = x if elem.name == "f32" else b.fpext(x, F32) if elem.name == "f16" else _bf16_to_f32(ctx, x)
+        r = unary_f32(ctx, k, x32, op.approx)
+        if elem.name == "f32":
+            return r
+        return b.fptrunc(r, ty)
+
+    apply(ctx, op.result, op.operands, f)
+
+
+def _bf16_to_f32(ctx: Ctx, x: ir.Value) -> ir.Value:
+    b = ctx.b
+    w = b.zext(b.bitcast(x, ir.IntType(16)), I32)
+    return b.bitcast(b.shl(w, ir.Constant(I32, 16)), F32)
+
+
+@lowers("tc.fma")
+def lower_fma(ctx: Ctx, op: FmaOp) -> None:
+    ty = llvm_type(element_of(op.result.type))
+    apply(ctx, op.result, op.operands, lambda a: ctx.call(f"llvm.fma.{ty.intrinsic_name}", ty, a))
+
+
+@lowers("tc.select")
+def lower_select(ctx: Ctx, op: SelectOp) -> None:
+    apply(ctx, op.result, op.operands, lambda a: ctx.b.select(a[0], a[1], a[2]))
+
+
+@lowers("tc.addptr")
+def lower_addptr(ctx: Ctx, op: AddPtrOp) -> None:
+    pt = element_of(op.operands[0].type)
+    assert isinstance(pt, PointerType)
+    etype = memory_type(pt.pointee)
+    apply(ctx, op.result, op.operands, lambda a: ctx.b.gep(a[0], [a[1]], source_etype=etype))
+
+
+__all__ = ["combine", "TileVal"]

@@ -1,0 +1,410 @@
+"""Global memory: vectorized, predicated loads and stores, and atomics.
+
+A thread's elements along the fastest dimension are grouped into vectors of up to 128 bits, as
+wide as contiguity and alignment allow. Without a mask a vector is a plain LLVM vector access.
+With a mask known constant over the vector (alignment analysis), one predicated
+ld.global.v4/st.global.v4 (inline PTX) does it. Otherwise the code tests "all lanes in bounds":
+the common case takes the unpredicated vector access, and only a partially masked vector falls
+back to per-element predicated accesses. Masked-off lanes never touch memory and loads give
+`other` there.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from tc_ir.ops import AtomicCASOp, AtomicRMWOp, LoadOp, Operation, StoreOp, Value
+from tc_ir.types import PointerType, ScalarType, TileType, element_of
+
+from .context import Ctx, TileVal, lowering_error
+from .layout_math import ThreadMap
+from .llvm_types import I1, I8, I16, I32, I64, bits_of, llvm_type, memory_type
+
+Key = tuple[int, ...]
+
+
+def _pointee(v: Value) -> ScalarType:
+    pt = element_of(v.type)
+    assert isinstance(pt, PointerType)
+    pe = pt.pointee
+    if not isinstance(pe, ScalarType):
+        raise NotImplementedError("loads of pointers")
+    return pe
+
+
+def vector_width(ctx: Ctx, ptr: Value, m: ThreadMap, elem: ScalarType) -> int:
+    """Elements per access: contiguous in the thread, in memory, aligned, at most 128 bits."""
+    if not m.dims:
+        return 1
+    f = m.order[0]
+    d = m.dims[f]
+    run = d.spt if d.mode in ("wrap", "tile") else d.size if d.mode == "all" else 1
+    info = ctx.axes.info(ptr)
+    eb = max(1, bits_of(elem) // 8)
+    vec = min(run, info.contiguity[f], max(1, info.divisibility[f] // eb), max(1, 16 // eb))
+    p = 1
+    while p * 2 <= vec:
+        p *= 2
+    return p
+
+
+def mask_uniform(ctx: Ctx, mask: Value | None, m: ThreadMap, vec: int) -> bool:
+    if mask is None or not isinstance(mask.type, TileType) or not m.dims:
+        return True
+    return ctx.axes.info(mask).constancy[m.order[0]] >= vec
+
+
+def chunks(m: ThreadMap, vec: int) -> list[list[Key]]:
+    """The thread's keys grouped into vectors along the fastest dimension."""
+    if not m.dims:
+        return [[()]]
+    f = m.order[0]
+    out = []
+    for key in m.keys:
+        if key[f] % vec == 0:
+            out.append([key[:f] + (key[f] + i,) + key[f + 1 :] for i in range(vec)])
+    return out
+
+
+def _word(bits: int) -> tuple[ir.Type, str, str]:
+    """LLVM type, PTX type suffix and asm constraint of one access word."""
+    if bits == 64:
+        return I64, "b64", "l"
+    if bits == 32:
+        return I32, "b32", "r"
+    if bits == 16:
+        return I16, "b16", "h"
+    return I16, "u8", "h"
+
+
+def _words(vec: int, elem_bits: int) -> tuple[int, int]:
+    """(number of words, bits per word) of a vector access."""
+    total = vec * elem_bits
+    if elem_bits >= 32:
+        return vec, elem_bits
+    if total >= 32:
+        return total // 32, 32
+    return vec, elem_bits
+
+
+def _to_words(ctx: Ctx, vals: list[ir.Value], elem: ScalarType, nwords: int, wbits: int) -> list[ir.Value]:
+    b = ctx.b
+    mt = memory_type(elem)
+    mem = [b.zext(v, I8) if elem.name == "i1" else v for v in vals]
+    wty = _word(wbits)[0]
+    if nwords == len(mem):
+        out = []
+        for v in mem:
+            iv = b.bitcast(v, ir.IntType(bits_of(elem))) if not isinstance(v.type, ir.IntType) else v
+            out.append(b.zext(iv, wty) if wbits == 16 and bits_of(elem) == 8 else iv)
+        return out
+    per = len(mem) // nwords
+    out = []
+    for w in range(nwords):
+        vec: ir.Value = ir.Constant(ir.VectorType(mt, per), None)
+        for i in range(per):
+            vec = b.insert_element(vec, mem[w * per + i], ir.Constant(I32, i))
+        out.append(b.bitcast(vec, wty))
+    return out
+
+
+def _from_words(ctx: Ctx, words: list[ir.Value], elem: ScalarType, vec: int, wbits: int) -> list[ir.Value]:
+    b = ctx.b
+    mt = memory_type(elem)
+    if len(words) == vec:
+        out = []
+        for w in words:
+            if bits_of(elem) == 8 and wbits != 8:
+                w = b.trunc(w, I8)
+            elif bits_of(elem) == 8:
+                w = b.trunc(w, I8)
+            out.append(w if w.type == mt else b.bitcast(w, mt))
+    else:
+        per = vec // len(words)
+        out = []
+        for w in words:
+            v = b.bitcast(w, ir.VectorType(mt, per))
+            out.extend(b.extract_element(v, ir.Constant(I32, i)) for i in range(per))
+    if elem.name == "i1":
+        out = [b.icmp_unsigned("!=", v, ir.Constant(I8, 0)) for v in out]
+    return out
+
+
+def _asm_load(
+    ctx: Ctx, ptr: ir.Value, pred: ir.Value, others: list[ir.Value], nwords: int, wbits: int
+) -> list[ir.Value]:
+    wty, suffix, cons = _word(wbits)
+    movs = " ".join(f"mov.b{16 if wbits == 8 else wbits} ${i}, ${nwords + 2 + i};" for i in range(nwords))
+    if nwords == 1:
+        dst = "$0"
+        v = ""
+    else:
+        dst = "{" + ", ".join(f"${i}" for i in range(nwords)) + "}"
+        v = f".v{nwords}"
+    text = f"{movs} @${nwords + 1} ld.global{v}.{suffix} {dst}, [ ${nwords} + 0 ];"
+    constraints = ",".join([f"={cons}"] * nwords + ["l", "b"] + [cons] * nwords)
+    ret: ir.Type = wty if nwords == 1 else ir.LiteralStructType([wty] * nwords)
+    r = ctx.asm(ret, text, constraints, [ptr, pred, *others], side_effect=True)
+    if nwords == 1:
+        return [r]
+    return [ctx.b.extract_value(r, i) for i in range(nwords)]
+
+
+def _asm_store(ctx: Ctx, ptr: ir.Value, pred: ir.Value, words: list[ir.Value], wbits: int) -> None:
+    _wty, suffix, cons = _word(wbits)
+    n = len(words)
+    src = "$2" if n == 1 else "{" + ", ".join(f"${2 + i}" for i in range(n)) + "}"
+    v = "" if n == 1 else f".v{n}"
+    text = f"@$1 st.global{v}.{suffix} [ $0 + 0 ], {src};"
+    constraints = ",".join(["l", "b"] + [cons] * n) + ",~{memory}"
+    ctx.asm(ir.VoidType(), text, constraints, [ptr, pred, *words], side_effect=True)
+
+
+def _plain_load(ctx: Ctx, ptr: ir.Value, elem: ScalarType, vec: int, volatile: bool) -> list[ir.Value]:
+    b = ctx.b
+    mt = memory_type(elem)
+    eb = max(1, bits_of(elem) // 8)
+    if vec == 1:
+        v = b.load(ptr, typ=mt, align=eb)
+        if volatile:
+            v.volatile = True  # type: ignore[attr-defined]
+        vals = [v]
+    else:
+        vt = ir.VectorType(mt, vec)
+        v = b.load(ptr, typ=vt, align=vec * eb)
+        vals = [b.extract_element(v, ir.Constant(I32, i)) for i in range(vec)]
+    if elem.name == "i1":
+        vals = [b.icmp_unsigned("!=", x, ir.Constant(I8, 0)) for x in vals]
+    return vals
+
+
+def _plain_store(ctx: Ctx, ptr: ir.Value, elem: ScalarType, vals: list[ir.Value]) -> None:
+    b = ctx.b
+    mt = memory_type(elem)
+    eb = max(1, bits_of(elem) // 8)
+    mem = [b.zext(v, I8) if elem.name == "i1" else v for v in vals]
+    if len(mem) == 1:
+        b.store(mem[0], ptr, align=eb)
+        return
+    vec: ir.Value = ir.Constant(ir.VectorType(mt, len(mem)), None)
+    for i, v in enumerate(mem):
+        vec = b.insert_element(vec, v, ir.Constant(I32, i))
+    b.store(vec, ptr, align=len(mem) * eb)
+
+
+def _all(ctx: Ctx, preds: list[ir.Value]) -> ir.Value:
+    acc = preds[0]
+    for p in preds[1:]:
+        acc = ctx.b.and_(acc, p)
+    return acc
+
+
+def _get(ctx: Ctx, v: Value | None, key: Key) -> ir.Value | None:
+    if v is None:
+        return None
+    x = ctx.values[v]
+    return x.vals[key] if isinstance(x, TileVal) else x  # type: ignore[return-value]
+
+
+def load_vector(
+    ctx: Ctx, op: LoadOp, ptrs: list[ir.Value], masks: list[ir.Value] | None,
+    others: list[ir.Value], elem: ScalarType, uniform: bool,
+) -> list[ir.Value]:
+    """One vector of a load: plain, predicated as a whole, or tested for all-in-bounds."""
+    vec = len(ptrs)
+    if masks is None:
+        return _plain_load(ctx, ptrs[0], elem, vec, op.volatile)
+    nwords, wbits = _words(vec, bits_of(elem))
+    if uniform:
+        words = _asm_load(ctx, ptrs[0], masks[0], _to_words(ctx, others, elem, nwords, wbits), nwords, wbits)
+        return _from_words(ctx, words, elem, vec, wbits)
+    b = ctx.b
+    every = _all(ctx, masks)
+    fast_bb = b.append_basic_block("vec_load")
+    slow_bb = b.append_basic_block("masked_load")
+    join_bb = b.append_basic_block("load_done")
+    b.cbranch(every, fast_bb, slow_bb)
+    b.position_at_end(fast_bb)
+    fast = _plain_load(ctx, ptrs[0], elem, vec, op.volatile)
+    fast_end = b.block
+    b.branch(join_bb)
+    b.position_at_end(slow_bb)
+    n1, w1 = _words(1, bits_of(elem))
+    slow = []
+    for p, m, o in zip(ptrs, masks, others):
+        w = _asm_load(ctx, p, m, _to_words(ctx, [o], elem, n1, w1), n1, w1)
+        slow.extend(_from_words(ctx, w, elem, 1, w1))
+    slow_end = b.block
+    b.branch(join_bb)
+    b.position_at_end(join_bb)
+    out = []
+    for f, s in zip(fast, slow):
+        phi = b.phi(f.type)
+        phi.add_incoming(f, fast_end)
+        phi.add_incoming(s, slow_end)
+        out.append(phi)
+    return out
+
+
+def lower_load(ctx: Ctx, op: LoadOp) -> None:
+    ptr = op.operands[0]
+    mask = op.operands[1] if len(op.operands) > 1 else None
+    other = op.operands[2] if len(op.operands) > 2 else None
+    elem = _pointee(ptr)
+    t = op.result.type
+    zero = ir.Constant(llvm_type(elem), None)
+    if not isinstance(t, TileType):
+        p = ctx.scalar(ptr)
+        masks = [ctx.scalar(mask)] if mask is not None else None
+        others = [ctx.scalar(other) if other is not None else zero]
+        ctx.values[op.result] = load_vector(ctx, op, [p], masks, others, elem, True)[0]
+        return
+    pv = ctx.tile(ptr)
+    m = pv.map
+    vec = vector_width(ctx, ptr, m, elem)
+    uniform = mask_uniform(ctx, mask, m, vec)
+    vals: dict[Key, ir.Value] = {}
+    for keys in chunks(m, vec):
+        ptrs = [pv.vals[k] for k in keys]
+        masks = [_get(ctx, mask, k) for k in keys] if mask is not None else None
+        others = [(_get(ctx, other, k) if other is not None else zero) for k in keys]
+        res = load_vector(ctx, op, ptrs, masks, others, elem, uniform)  # type: ignore[arg-type]
+        vals.update(zip(keys, res))
+    ctx.values[op.result] = TileVal(ctx.map_of(t), vals, t.element)
+
+
+def store_vector(
+    ctx: Ctx, ptrs: list[ir.Value], vals: list[ir.Value], masks: list[ir.Value] | None,
+    elem: ScalarType, uniform: bool,
+) -> None:
+    vec = len(ptrs)
+    if masks is None:
+        _plain_store(ctx, ptrs[0], elem, vals)
+        return
+    nwords, wbits = _words(vec, bits_of(elem))
+    if uniform:
+        _asm_store(ctx, ptrs[0], masks[0], _to_words(ctx, vals, elem, nwords, wbits), wbits)
+        return
+    b = ctx.b
+    every = _all(ctx, masks)
+    with b.if_else(every) as (fast, slow):
+        with fast:
+            _plain_store(ctx, ptrs[0], elem, vals)
+        with slow:
+            n1, w1 = _words(1, bits_of(elem))
+            for p, v, mk in zip(ptrs, vals, masks):
+                _asm_store(ctx, p, mk, _to_words(ctx, [v], elem, n1, w1), w1)
+
+
+def lower_store(ctx: Ctx, op: StoreOp) -> None:
+    ptr, value = op.operands[0], op.operands[1]
+    mask = op.operands[2] if len(op.operands) > 2 else None
+    elem = _pointee(ptr)
+    if not isinstance(ptr.type, TileType):
+        masks = [ctx.scalar(mask)] if mask is not None else None
+        v = ctx.values[value]
+        if isinstance(v, TileVal):
+            v = next(iter(v.vals.values()))
+        store_vector(ctx, [ctx.scalar(ptr)], [v], masks, elem, True)  # type: ignore[list-item]
+        return
+    pv = ctx.tile(ptr)
+    m = pv.map
+    vec = vector_width(ctx, ptr, m, elem)
+    uniform = mask_uniform(ctx, mask, m, vec)
+    for keys in chunks(m, vec):
+        ptrs = [pv.vals[k] for k in keys]
+        vals = [_get(ctx, value, k) for k in keys]
+        masks = [_get(ctx, mask, k) for k in keys] if mask is not None else None
+        store_vector(ctx, ptrs, vals, masks, elem, uniform)  # type: ignore[arg-type]
+
+
+_RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "fmax": "fmax", "min": "min",
+        "umin": "umin", "fmin": "fmin", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}  # fmt: skip
+
+
+def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pred: ir.Value | None) -> ir.Value:
+    """One element's atomic, done only where pred holds (result: the old value, else 0)."""
+    b = ctx.b
+    ty = args[-1].type
+
+    def do() -> ir.Value:
+        if isinstance(op, AtomicRMWOp):
+            kind = _RMW.get(op.kind)
+            if kind is None:
+                raise lowering_error(f"unknown atomic {op.kind}", op.loc)
+            return b.atomic_rmw(kind, ptr, args[0], "monotonic")
+        r = b.cmpxchg(ptr, args[0], args[1], "monotonic", "monotonic")
+        return b.extract_value(r, 0)
+
+    if pred is None:
+        return do()
+    before = b.block
+    then_bb = b.append_basic_block("atomic")
+    join_bb = b.append_basic_block("atomic_done")
+    b.cbranch(pred, then_bb, join_bb)
+    b.position_at_end(then_bb)
+    r = do()
+    then_end = b.block
+    b.branch(join_bb)
+    b.position_at_end(join_bb)
+    phi = b.phi(ty)
+    phi.add_incoming(r, then_end)
+    phi.add_incoming(ir.Constant(ty, None), before)
+    return phi
+
+
+def lower_atomic(ctx: Ctx, op: Operation) -> None:
+    ptr = op.operands[0]
+    nargs = 2 if isinstance(op, AtomicCASOp) else 1
+    args_v = op.operands[1 : 1 + nargs]
+    mask = op.operands[1 + nargs] if len(op.operands) > 1 + nargs else None
+    if isinstance(ptr.type, TileType):
+        pv = ctx.tile(ptr)
+        owner = ctx.owner(pv.map)
+        vals = {}
+        for key in pv.map.keys:
+            pred = owner
+            mk = _get(ctx, mask, key)
+            if mk is not None:
+                pred = ctx.b.and_(pred, mk)
+            args = [_get(ctx, a, key) for a in args_v]
+            vals[key] = _atomic_one(ctx, op, pv.vals[key], args, pred)  # type: ignore[arg-type]
+        t = op.result.type
+        assert isinstance(t, TileType)
+        ctx.values[op.result] = TileVal(ctx.map_of(t), vals, t.element)
+        return
+    # a scalar atomic: thread 0 does it, the old value is broadcast through shared memory
+    pred = ctx.thread0()
+    if mask is not None:
+        pred = ctx.b.and_(pred, ctx.scalar(mask))
+    old = _atomic_one(ctx, op, ctx.scalar(ptr), [ctx.scalar(a) for a in args_v], pred)
+    if op.results and op.results[0] in _used_results(ctx):
+        slot = ctx.smem_ptr(op)
+        ctx.barrier()
+        with ctx.b.if_then(ctx.thread0()):
+            ctx.b.store(old, slot)
+        ctx.barrier()
+        old = ctx.b.load(slot, typ=old.type)
+    ctx.values[op.result] = old
+
+
+def _used_results(ctx: Ctx) -> set[Value]:
+    key = "__used"
+    cache = getattr(ctx, "_used_cache", None)
+    if cache is None:
+        cache = {v for o in ctx.function.walk() for v in o.operands}
+        ctx._used_cache = cache  # type: ignore[attr-defined]
+    del key
+    return cache
+
+
+def _register() -> None:
+    from .lowerings import LOWERINGS
+
+    LOWERINGS["tc.load"] = lower_load
+    LOWERINGS["tc.store"] = lower_store
+    LOWERINGS["tc.atomic_rmw"] = lower_atomic
+    LOWERINGS["tc.atomic_cas"] = lower_atomic
+
+
+_register()
+__all__ = ["I1", "lower_load", "lower_store"]

@@ -1,0 +1,59 @@
+"""Laid-out tile IR -> an llvmlite module: one `ptx_kernel` per kernel, per-thread code."""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from tc_ir.ops import Function, Module, ReturnOp
+from tc_ir.types import PointerType, TileType
+from tc_opt.axis_info import AxisAnalysis
+from tc_opt.options import CompileOptions
+from tc_opt.shared_alloc import allocate
+
+from .context import Ctx, lowering_error
+from .llvm_types import I8, llvm_type
+from .lowerings import load_all
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DATA_LAYOUT = "e-p3:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+
+def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.GlobalVariable) -> int:
+    params = []
+    for a in f.args:
+        if isinstance(a.type, TileType):
+            raise lowering_error(f"kernel argument {a.name_hint} is a tile", f.loc)
+        params.append(llvm_type(a.type))
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name=f.name)
+    fn.calling_convention = "ptx_kernel"
+    for i, (a, p) in enumerate(zip(f.args, fn.args)):
+        p.name = (f.arg_names[i] if i < len(f.arg_names) else None) or a.name_hint or f"arg{i}"
+        if isinstance(a.type, PointerType):
+            p.add_attribute("noundef")
+    alloc = allocate(f)
+    ctx = Ctx(module, f, fn, options, AxisAnalysis(f), alloc, smem)
+    for a, p in zip(f.args, fn.args):
+        ctx.values[a] = p
+    ctx.lower_block(f.body)
+    if not isinstance(f.body.terminator, ReturnOp):
+        ctx.b.ret_void()
+    ctx.finish()
+    return alloc.size
+
+
+def lower_to_llvm(module: Module, options: CompileOptions | None = None) -> ir.Module:
+    """The LLVM module of a laid-out tc module (see tc_opt.gpu_pipeline)."""
+    load_all()
+    options = options or CompileOptions()
+    lm = ir.Module(name="tc")
+    lm.triple = TRIPLE
+    lm.data_layout = DATA_LAYOUT
+    smem = ir.GlobalVariable(lm, ir.ArrayType(I8, 0), "tc_shared", addrspace=3)
+    smem.type = ir.PointerType(addrspace=3)  # an opaque pointer, so GEPs of any element type work
+    smem.linkage = "external"
+    smem.align = 16
+    shared = 0
+    for f in module.functions:
+        shared = max(shared, _kernel(lm, f, options, smem))
+    module.attributes["shared_bytes"] = shared
+    lm.tc_num_warps = options.num_warps  # read by emit_ptx for .maxntid
+    return lm

@@ -1,0 +1,235 @@
+"""Ops that move data between threads: layout conversions, trans and reshape through shared
+memory, reductions (in-thread, warp butterfly shuffles, then shared memory across warps) and the
+FMA dot (operands staged in shared memory, each thread computing its accumulator elements)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import llvmlite.ir as ir
+from tc_ir.layouts import DotOperand
+from tc_ir.ops import ConvertLayoutOp, DotOp, Operation, ReduceOp, ReshapeOp, TransOp
+from tc_ir.types import ElementType, ScalarType, TileType
+
+from .context import Ctx, SharedTile, TileVal, lowering_error
+from .layout_math import ThreadMap, row_major_strides
+from .llvm_types import F32, I8, I32, bits_of, llvm_type, memory_type
+from .lower_elementwise import combine
+from .lower_tile import lower_small_reshape
+from .lowerings import lowers
+
+
+def _store_shared(ctx: Ctx, base: ir.Value, elem: ElementType, index: ir.Value, v: ir.Value) -> None:
+    b = ctx.b
+    mt = memory_type(elem)
+    if isinstance(elem, ScalarType) and elem.name == "i1":
+        v = b.zext(v, I8)
+    b.store(v, b.gep(base, [index], source_etype=mt))
+
+
+def _load_shared(ctx: Ctx, base: ir.Value, elem: ElementType, index: ir.Value) -> ir.Value:
+    b = ctx.b
+    mt = memory_type(elem)
+    v = b.load(b.gep(base, [index], source_etype=mt), typ=mt)
+    if isinstance(elem, ScalarType) and elem.name == "i1":
+        v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    return v
+
+
+def _linear(ctx: Ctx, m: ThreadMap, strides: Sequence[int], key: tuple[int, ...]) -> ir.Value:
+    base = ctx.linear_base(m, strides)
+    const = sum(o * s for o, s in zip(key, strides))
+    return ctx.b.add(base, ir.Constant(I32, const)) if const else base
+
+
+def exchange(ctx: Ctx, op: Operation, src: TileVal, dst_t: TileType, read_strides: Sequence[int]) -> TileVal:
+    """Write `src` row-major to shared memory, then read each destination element at
+    sum(coord[i] * read_strides[i])."""
+    base = ctx.smem_ptr(op)
+    src_strides = row_major_strides(src.map.shape)
+    ctx.barrier()
+    for key, v in src.vals.items():
+        _store_shared(ctx, base, src.element, _linear(ctx, src.map, src_strides, key), v)
+    ctx.barrier()
+    m = ctx.map_of(dst_t)
+    vals = {key: _load_shared(ctx, base, dst_t.element, _linear(ctx, m, read_strides, key)) for key in m.keys}
+    return TileVal(m, vals, dst_t.element)
+
+
+@lowers("tc.convert_layout")
+def lower_convert(ctx: Ctx, op: ConvertLayoutOp) -> None:
+    dst_t = op.result.type
+    src_v = ctx.values[op.operands[0]]
+    assert isinstance(dst_t, TileType)
+    if not isinstance(src_v, TileVal):
+        ctx.values[op.result] = ctx.splat_tile(dst_t, src_v)  # type: ignore[arg-type]
+        return
+    if isinstance(dst_t.layout, DotOperand):
+        base = ctx.smem_ptr(op)
+        strides = row_major_strides(dst_t.shape)
+        ctx.barrier()
+        for key, v in src_v.vals.items():
+            _store_shared(ctx, base, src_v.element, _linear(ctx, src_v.map, strides, key), v)
+        ctx.barrier()
+        ctx.values[op.result] = SharedTile(base, dst_t.shape, dst_t.element)
+        return
+    if src_v.map.layout == dst_t.layout:
+        ctx.values[op.result] = src_v
+        return
+    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, row_major_strides(dst_t.shape))
+
+
+@lowers("tc.trans")
+def lower_trans(ctx: Ctx, op: TransOp) -> None:
+    dst_t = op.result.type
+    assert isinstance(dst_t, TileType)
+    src_v = ctx.tile(op.operands[0])
+    src_strides = row_major_strides(src_v.map.shape)
+    read = [src_strides[p] for p in op.perm]
+    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, read)
+
+
+@lowers("tc.reshape")
+def lower_reshape(ctx: Ctx, op: ReshapeOp) -> None:
+    if lower_small_reshape(ctx, op):
+        return
+    dst_t = op.result.type
+    assert isinstance(dst_t, TileType)
+    ctx.values[op.result] = exchange(ctx, op, ctx.tile(op.operands[0]), dst_t, row_major_strides(dst_t.shape))
+
+
+# ------------------------------------------------------------------------------ reductions
+
+
+def _shuffle_xor(ctx: Ctx, v: ir.Value, mask: int) -> ir.Value:
+    b = ctx.b
+    bits = v.type.width if isinstance(v.type, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(v.type)]
+
+    def shfl(x: ir.Value) -> ir.Value:
+        return ctx.call(
+            "llvm.nvvm.shfl.sync.bfly.i32", I32,
+            [ir.Constant(I32, -1), x, ir.Constant(I32, mask), ir.Constant(I32, 31)],
+        )
+
+    ity = ir.IntType(bits)
+    iv = v if isinstance(v.type, ir.IntType) else b.bitcast(v, ity)
+    if bits == 64:
+        lo = b.trunc(iv, I32)
+        hi = b.trunc(b.lshr(iv, ir.Constant(ity, 32)), I32)
+        r = b.or_(b.zext(shfl(lo), ity), b.shl(b.zext(shfl(hi), ity), ir.Constant(ity, 32)))
+    elif bits == 32:
+        r = shfl(iv)
+    else:
+        r = b.trunc(shfl(b.zext(iv, I32)), ity)
+    return r if isinstance(v.type, ir.IntType) else b.bitcast(r, v.type)
+
+
+@lowers("tc.reduce")
+def lower_reduce(ctx: Ctx, op: ReduceOp) -> None:
+    src = ctx.tile(op.operands[0])
+    axis = op.axis
+    m = src.map
+    d = m.dims[axis]
+    kind = op.kind
+    # 1. within the thread
+    partial: dict[tuple[int, ...], ir.Value] = {}
+    for key in m.keys:
+        rkey = key[:axis] + key[axis + 1 :]
+        v = src.vals[key]
+        partial[rkey] = combine(ctx, kind, partial[rkey], v) if rkey in partial else v
+    # 2. across the lanes holding different parts of the axis
+    step = 1
+    while step < d.distinct_lanes:
+        lane_mask = d.lane_stride * step
+        partial = {k: combine(ctx, kind, v, _shuffle_xor(ctx, v, lane_mask)) for k, v in partial.items()}
+        step *= 2
+    # 3. across warps, through shared memory
+    dw = d.distinct_warps
+    res_t = op.result.type
+    res_shape = res_t.shape if isinstance(res_t, TileType) else ()
+    if dw > 1:
+        elem = src.element
+        base = ctx.smem_ptr(op)
+        numel = 1
+        for s in res_shape:
+            numel *= s
+        strides = row_major_strides(res_shape)
+        res_map = ctx.map_of(res_t) if isinstance(res_t, TileType) else None
+        warp_d = ctx.warp_part(d.warp_stride, d.wpc)
+        slot = ctx.b.and_(warp_d, ir.Constant(I32, dw - 1))
+        slot_base = ctx.b.mul(slot, ir.Constant(I32, numel))
+        ctx.barrier()
+
+        def index(k: tuple[int, ...]) -> ir.Value:
+            if res_map is None:
+                return ir.Constant(I32, 0)
+            return _linear(ctx, res_map, strides, k)
+
+        for k, v in partial.items():
+            _store_shared(ctx, base, elem, ctx.b.add(slot_base, index(k)), v)
+        ctx.barrier()
+        out = {}
+        for k in partial:
+            acc = None
+            for w in range(dw):
+                x = _load_shared(ctx, base, elem, ctx.b.add(index(k), ir.Constant(I32, w * numel)))
+                acc = x if acc is None else combine(ctx, kind, acc, x)
+            out[k] = acc
+        partial = out  # type: ignore[assignment]
+    if isinstance(res_t, TileType):
+        ctx.values[op.result] = TileVal(ctx.map_of(res_t), partial, res_t.element)
+    else:
+        ctx.values[op.result] = partial[()]
+
+
+# ------------------------------------------------------------------------------------- dot
+
+
+@lowers("tc.dot")
+def lower_dot(ctx: Ctx, op: DotOp) -> None:
+    a = ctx.values[op.operands[0]]
+    bv = ctx.values[op.operands[1]]
+    acc = ctx.tile(op.operands[2])
+    if not isinstance(a, SharedTile) or not isinstance(bv, SharedTile):
+        raise lowering_error("internal error: dot operands were not staged in shared memory", op.loc)
+    m = acc.map
+    if len(m.dims) != 2:
+        raise lowering_error("dot needs 2-D tiles", op.loc)
+    M, K = a.shape
+    _, N = bv.shape
+    acc_ty = llvm_type(acc.element)
+    b = ctx.b
+    is_float = isinstance(acc.element, ScalarType) and acc.element.is_float
+    dm, dn = m.dims
+    rows = sorted({k[0] for k in m.keys})
+    cols = sorted({k[1] for k in m.keys})
+    row_base = ctx.base(dm)
+    col_base = ctx.base(dn)
+    row_idx = {r: b.mul(b.add(row_base, ir.Constant(I32, r)), ir.Constant(I32, K)) for r in rows}
+    col_idx = {c: b.add(col_base, ir.Constant(I32, c)) for c in cols}
+    vals = dict(acc.vals)
+
+    def up(v: ir.Value, elem: ElementType) -> ir.Value:
+        if v.type == acc_ty:
+            return v
+        if is_float:
+            if str(v.type) == "bfloat":
+                w = b.zext(b.bitcast(v, ir.IntType(16)), I32)
+                f = b.bitcast(b.shl(w, ir.Constant(I32, 16)), F32)
+                return f if acc_ty == F32 else b.fpext(f, acc_ty)
+            return b.fpext(v, acc_ty)
+        return b.sext(v, acc_ty) if bits_of(elem) < acc_ty.width else b.trunc(v, acc_ty)
+
+    fma_name = f"llvm.fmuladd.{acc_ty.intrinsic_name}" if is_float else ""
+    for k in range(K):
+        av = {r: up(_load_shared(ctx, a.ptr, a.element, b.add(row_idx[r], ir.Constant(I32, k))), a.element) for r in rows}
+        kn = ir.Constant(I32, k * N)
+        bvals = {c: up(_load_shared(ctx, bv.ptr, bv.element, b.add(col_idx[c], kn)), bv.element) for c in cols}
+        for key in m.keys:
+            x, y = av[key[0]], bvals[key[1]]
+            if is_float:
+                vals[key] = ctx.call(fma_name, acc_ty, [x, y, vals[key]])
+            else:
+                vals[key] = b.add(vals[key], b.mul(x, y))
+    del M
+    ctx.values[op.result] = TileVal(m, vals, acc.element)

@@ -1,0 +1,133 @@
+"""Constants, ids, ranges and the shape ops that only re-key elements (splat, broadcast,
+expand_dims, one-element reshapes)."""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from tc_ir.ops import (
+    BroadcastOp,
+    ConstantOp,
+    ExpandDimsOp,
+    MakeRangeOp,
+    NumProgramsOp,
+    Operation,
+    ProgramIdOp,
+    ReshapeOp,
+    SplatOp,
+)
+from tc_ir.types import TileType, element_of
+
+from .context import Ctx, TileVal
+from .llvm_types import I32, constant
+from .lowerings import lowers
+
+_AXES = "xyz"
+
+
+@lowers("tc.constant")
+def lower_constant(ctx: Ctx, op: ConstantOp) -> None:
+    t = op.result.type
+    c = constant(element_of(t), op.value)
+    ctx.values[op.result] = ctx.splat_tile(t, c) if isinstance(t, TileType) else c
+
+
+@lowers("tc.program_id")
+def lower_program_id(ctx: Ctx, op: ProgramIdOp) -> None:
+    name = f"llvm.nvvm.read.ptx.sreg.ctaid.{_AXES[op.axis]}"
+    ctx.values[op.result] = ctx.eb.call(ctx.intrinsic(name, I32, []), [])
+
+
+@lowers("tc.num_programs")
+def lower_num_programs(ctx: Ctx, op: NumProgramsOp) -> None:
+    name = f"llvm.nvvm.read.ptx.sreg.nctaid.{_AXES[op.axis]}"
+    ctx.values[op.result] = ctx.eb.call(ctx.intrinsic(name, I32, []), [])
+
+
+@lowers("tc.make_range")
+def lower_make_range(ctx: Ctx, op: MakeRangeOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TileType)
+    m = ctx.map_of(t)
+    d = m.dims[0]
+    base = ctx.base(d)
+    vals = {}
+    for key in m.keys:
+        off = key[0] + op.start
+        vals[key] = ctx.b.add(base, ir.Constant(I32, off)) if off else base
+        if d.mode in ("one", "all"):
+            vals[key] = ir.Constant(I32, off)
+    ctx.values[op.result] = TileVal(m, vals, t.element)
+
+
+@lowers("tc.splat")
+def lower_splat(ctx: Ctx, op: SplatOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TileType)
+    ctx.values[op.result] = ctx.splat_tile(t, ctx.scalar(op.operands[0]))
+
+
+@lowers("tc.broadcast")
+def lower_broadcast(ctx: Ctx, op: BroadcastOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TileType)
+    src_v = ctx.values[op.operands[0]]
+    if not isinstance(src_v, TileVal):
+        ctx.values[op.result] = ctx.splat_tile(t, src_v)
+        return
+    m = ctx.map_of(t)
+    stretched = [i for i, d in enumerate(src_v.map.shape) if d == 1 and t.shape[i] != 1]
+    vals = {}
+    for key in m.keys:
+        k = list(key)
+        for i in stretched:
+            k[i] = 0
+        vals[key] = src_v.vals[tuple(k)]
+    ctx.values[op.result] = TileVal(m, vals, t.element)
+
+
+@lowers("tc.expand_dims")
+def lower_expand_dims(ctx: Ctx, op: ExpandDimsOp) -> None:
+    t = op.result.type
+    assert isinstance(t, TileType)
+    src_v = ctx.values[op.operands[0]]
+    if not isinstance(src_v, TileVal):
+        ctx.values[op.result] = ctx.splat_tile(t, src_v)
+        return
+    m = ctx.map_of(t)
+    vals = {key: src_v.vals[key[: op.axis] + key[op.axis + 1 :]] for key in m.keys}
+    ctx.values[op.result] = TileVal(m, vals, t.element)
+
+
+def lower_small_reshape(ctx: Ctx, op: Operation) -> bool:
+    """One-element tiles to scalars and back: no data moves. False when shared memory is needed."""
+    src_t, dst_t = op.operands[0].type, op.result.type
+    src_v = ctx.values[op.operands[0]]
+    if not isinstance(dst_t, TileType):
+        assert isinstance(src_v, TileVal)
+        ctx.values[op.result] = next(iter(src_v.vals.values()))
+        return True
+    if not isinstance(src_v, TileVal):
+        ctx.values[op.result] = ctx.splat_tile(dst_t, src_v)
+        return True
+    if isinstance(src_t, TileType) and src_t.numel == 1:
+        ctx.values[op.result] = ctx.splat_tile(dst_t, next(iter(src_v.vals.values())))
+        return True
+    return False
+
+
+@lowers("tc.barrier")
+def lower_barrier(ctx: Ctx, op: Operation) -> None:
+    ctx.barrier()
+
+
+@lowers("tc.yield", "tc.condition")
+def lower_terminator(ctx: Ctx, op: Operation) -> None:
+    """Read by the enclosing for/if/while lowering."""
+
+
+@lowers("tc.return")
+def lower_return(ctx: Ctx, op: Operation) -> None:
+    ctx.b.ret_void()
+
+
+__all__ = ["ReshapeOp", "lower_small_reshape"]

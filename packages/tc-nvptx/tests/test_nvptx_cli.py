@@ -1,0 +1,66 @@
+"""The tcc command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tc_nvptx.cli import main
+
+ADD = """
+__global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
+  int pid = get_program_id(0);
+  int off[BLOCK] = pid * BLOCK + 0 ... BLOCK;
+  bool check[BLOCK] = off < N;
+  *?(check)(z + off) = *?(check)(x + off) + *?(check)(y + off);
+}
+"""
+
+
+@pytest.fixture()
+def add_file(tmp_path: Path) -> Path:
+    p = tmp_path / "add.tc"
+    p.write_text(ADD)
+    return p
+
+
+@pytest.mark.parametrize("emit,needle", [("ir", "tc.load"), ("ir-gpu", "#blocked"), ("llvm", "ptx_kernel"), ("ptx", ".entry add")])
+def test_emit_stages(add_file: Path, emit: str, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", f"--emit={emit}"])
+    assert rc == 0
+    assert needle in capsys.readouterr().out
+
+
+def test_cubin_to_file(add_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "add.cubin"
+    rc = main([str(add_file), "-D", "TYPE=half", "-D", "BLOCK=512", "--emit=cubin", "--arch=sm_80", "-o", str(out)])
+    assert rc == 0 and out.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_after_pass_and_num_warps(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", "--num-warps", "8", "--after=assign-layouts"])
+    assert rc == 0
+    assert "wpc=[8]" in capsys.readouterr().out
+
+
+def test_unknown_pass(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", "--after=nope"])
+    assert rc == 1 and "no pass named" in capsys.readouterr().err
+
+
+def test_user_error_is_a_diagnostic_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tc"
+    bad.write_text("__global__ void k(float* x) {\n  int a[4] = 0 ... 8;\n}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tc_nvptx.cli", str(bad), "--emit=ptx"], capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert "bad.tc:" in proc.stderr and "error" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["/nonexistent/x.tc"]) == 1
+    assert "cannot read" in capsys.readouterr().err

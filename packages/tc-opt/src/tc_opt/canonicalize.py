@@ -1,0 +1,206 @@
+"""Canonicalization: fold integer constants (i32 wraps, sdiv truncates toward zero) and apply the
+algebraic identities that keep the alignment analysis and code generation simple."""
+
+from __future__ import annotations
+
+from tc_ir.ops import (
+    AddPtrOp,
+    BinaryOp,
+    Block,
+    CastOp,
+    CmpOp,
+    ConstantOp,
+    Module,
+    Operation,
+    SelectOp,
+    SplatOp,
+    Value,
+)
+from tc_ir.types import ScalarType, TileType, element_of
+
+from .ir_utils import constant_of, replace_uses
+from .pass_manager import Pass
+
+
+def _wrap(value: int, bits: int) -> int:
+    """Two's complement wrap of an integer to `bits`, as a signed value (i1 stays 0/1)."""
+    if bits == 1:
+        return value & 1
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
+def _unsigned(value: int, bits: int) -> int:
+    return value & ((1 << bits) - 1)
+
+
+def fold_int_binary(kind: str, a: int, b: int, bits: int) -> int | None:
+    """The folded value of an integer binary op, or None where folding is unsafe (division by 0)."""
+    ua, ub = _unsigned(a, bits), _unsigned(b, bits)
+    if kind == "add":
+        r = a + b
+    elif kind == "sub":
+        r = a - b
+    elif kind == "mul":
+        r = a * b
+    elif kind in ("sdiv", "srem"):
+        if b == 0:
+            return None
+        q = abs(a) // abs(b)
+        q = q if (a >= 0) == (b >= 0) else -q
+        r = q if kind == "sdiv" else a - q * b
+    elif kind in ("udiv", "urem"):
+        if ub == 0:
+            return None
+        r = ua // ub if kind == "udiv" else ua % ub
+    elif kind == "and":
+        r = a & b
+    elif kind == "or":
+        r = a | b
+    elif kind == "xor":
+        r = a ^ b
+    elif kind == "shl":
+        if not 0 <= ub < bits:
+            return None
+        r = a << ub
+    elif kind == "ashr":
+        if not 0 <= ub < bits:
+            return None
+        r = a >> ub
+    elif kind == "lshr":
+        if not 0 <= ub < bits:
+            return None
+        r = ua >> ub
+    elif kind == "smax":
+        r = max(a, b)
+    elif kind == "smin":
+        r = min(a, b)
+    elif kind == "umax":
+        r = max(ua, ub)
+    elif kind == "umin":
+        r = min(ua, ub)
+    else:
+        return None
+    return _wrap(r, bits)
+
+
+def fold_int_cmp(pred: str, a: int, b: int, bits: int) -> bool | None:
+    ua, ub = _unsigned(a, bits), _unsigned(b, bits)
+    table = {
+        "eq": a == b, "ne": a != b, "slt": a < b, "sle": a <= b, "sgt": a > b, "sge": a >= b,
+        "ult": ua < ub, "ule": ua <= ub, "ugt": ua > ub, "uge": ua >= ub,
+    }  # fmt: skip
+    return table.get(pred)
+
+
+def _const_op(like: Operation, value: int | float | bool) -> ConstantOp:
+    op = ConstantOp.create([], [like.result.type], {"value": value}, loc=like.loc)
+    return op
+
+
+class Canonicalize(Pass):
+    """Fold constants and simplify x+0, x*1, x*0, addptr(p, 0), splat(c), select(c?, a, b)."""
+
+    name = "canonicalize"
+
+    def run(self, module: Module) -> None:
+        for f in module.functions:
+            changed = True
+            rounds = 0
+            while changed and rounds < 8:
+                changed = self._block(f.body, f.body)
+                rounds += 1
+
+    def _block(self, block: Block, root: Block) -> bool:
+        changed = False
+        for op in list(block.ops):
+            for r in op.regions:
+                changed |= self._block(r, root)
+            new = self._simplify(op)
+            if new is None:
+                continue
+            if isinstance(new, Operation):
+                block.insert(block.ops.index(op), new)
+                new_value: Value = new.result
+            else:
+                new_value = new
+            replace_uses(root, op.result, new_value)
+            block.remove(op)
+            changed = True
+        return changed
+
+    def _simplify(self, op: Operation) -> Operation | Value | None:
+        if isinstance(op, SplatOp):
+            c = constant_of(op.operands[0])
+            if c is not None:
+                return _const_op(op, c)
+            return None
+        if isinstance(op, BinaryOp):
+            return self._binary(op)
+        if isinstance(op, CmpOp):
+            a, b = (constant_of(v) for v in op.operands)
+            elem = element_of(op.operands[0].type)
+            if isinstance(a, int) and isinstance(b, int) and isinstance(elem, ScalarType) and elem.is_int:
+                r = fold_int_cmp(op.predicate, int(a), int(b), elem.bits)
+                if r is not None:
+                    return _const_op(op, r)
+            return None
+        if isinstance(op, AddPtrOp):
+            if constant_of(op.operands[1]) == 0 and not isinstance(constant_of(op.operands[1]), float):
+                if op.operands[0].type == op.result.type:
+                    return op.operands[0]
+            return None
+        if isinstance(op, SelectOp):
+            c = constant_of(op.operands[0])
+            if c is not None:
+                pick = op.operands[1] if c else op.operands[2]
+                if pick.type == op.result.type:
+                    return pick
+            return None
+        if isinstance(op, CastOp):
+            return self._cast(op)
+        return None
+
+    def _binary(self, op: BinaryOp) -> Operation | Value | None:
+        a, b = op.operands
+        ca, cb = constant_of(a), constant_of(b)
+        elem = element_of(op.result.type)
+        if not isinstance(elem, ScalarType) or not elem.is_int:
+            return None
+        if isinstance(ca, (int, bool)) and isinstance(cb, (int, bool)):
+            r = fold_int_binary(op.kind, int(ca), int(cb), elem.bits)
+            if r is not None:
+                return _const_op(op, bool(r) if elem.bits == 1 else r)
+            return None
+        same = a.type == op.result.type, b.type == op.result.type
+        if op.kind in ("add", "or", "xor", "sub", "shl", "ashr", "lshr") and cb == 0 and same[0]:
+            return a
+        if op.kind in ("add", "or", "xor") and ca == 0 and same[1]:
+            return b
+        if op.kind in ("mul", "sdiv", "udiv") and cb == 1 and same[0] and elem.bits > 1:
+            return a
+        if op.kind == "mul" and ca == 1 and same[1] and elem.bits > 1:
+            return b
+        if op.kind in ("mul", "and") and (ca == 0 or cb == 0) and elem.bits > 1:
+            return _const_op(op, 0)
+        return None
+
+    def _cast(self, op: CastOp) -> Operation | None:
+        c = constant_of(op.operands[0])
+        src = element_of(op.operands[0].type)
+        dst = element_of(op.result.type)
+        if not isinstance(c, (int, bool)) or isinstance(c, float):
+            return None
+        if not (isinstance(src, ScalarType) and isinstance(dst, ScalarType)):
+            return None
+        v = int(c)
+        if op.kind == "sext":
+            return _const_op(op, _wrap(_wrap(v, src.bits), dst.bits) if src.bits > 1 else -v)
+        if op.kind == "zext":
+            return _const_op(op, _unsigned(v, src.bits))
+        if op.kind == "trunc":
+            r = _wrap(v, dst.bits)
+            return _const_op(op, bool(r) if dst.bits == 1 else r)
+        if op.kind == "sitofp":
+            return _const_op(op, float(v)) if dst.name in ("f32", "f64") else None
+        return None

@@ -1,0 +1,64 @@
+"""Options of one compilation: the target and the launch configuration the code is generated for."""
+
+from __future__ import annotations
+
+import attrs
+
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+
+#: Values of one entry of `CompileOptions.specialization` (one entry per kernel argument).
+SPECIALIZATIONS = ("equal_to_1", "divisible_by_16")
+
+
+def _check_arch(_inst: object, _a: object, value: str) -> None:
+    if value not in ARCHS:
+        raise ValueError(f"unknown GPU architecture {value!r} (expected one of {', '.join(ARCHS)})")
+
+
+def _check_warps(_inst: object, _a: object, value: int) -> None:
+    if value not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"num_warps must be a power of two from 1 to 32, not {value}")
+
+
+def _check_stages(_inst: object, _a: object, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"num_stages must be at least 1, not {value}")
+
+
+def _spec(value: object) -> tuple[str | None, ...] | None:
+    if value is None:
+        return None
+    out: list[str | None] = []
+    for v in value:  # type: ignore[attr-defined]
+        if v in (None, ""):
+            out.append(None)
+        elif v in ("equal_to_1", 1, "1"):
+            out.append("equal_to_1")
+        elif v in ("divisible_by_16", 16, "16"):
+            out.append("divisible_by_16")
+        else:
+            raise ValueError(f"unknown argument specialization {v!r}")
+    return tuple(out)
+
+
+@attrs.frozen
+class CompileOptions:
+    """How to compile: target arch, warps per program, pipelining depth and argument facts.
+
+    `specialization` has one entry per kernel argument: "equal_to_1", "divisible_by_16" or None.
+    When it is None (no runtime information, e.g. the tcc CLI) pointer arguments are assumed to be
+    16-byte aligned; the runtime guarantees this by checking and re-specialising.
+    """
+
+    arch: str = attrs.field(default="sm_90", validator=_check_arch)
+    num_warps: int = attrs.field(default=4, validator=_check_warps)
+    num_stages: int = attrs.field(default=3, validator=_check_stages)
+    specialization: tuple[str | None, ...] | None = attrs.field(default=None, converter=_spec)
+    debug: bool = False
+    verify: bool = True
+    print_after_all: bool = False
+
+    @property
+    def sm(self) -> int:
+        """The compute capability as a number (80, 90)."""
+        return int(self.arch[3:5])

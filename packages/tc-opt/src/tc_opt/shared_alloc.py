@@ -1,0 +1,143 @@
+"""Shared-memory allocation: every op that exchanges data through shared memory gets an offset
+in the kernel's one dynamic shared buffer. Scratch buffers (converts, trans, reshape, reductions
+across warps) live for their op only; dot operands staged in shared memory live until their last
+use (to the end of the loop using them when that loop does not contain the definition).
+Offsets come from first-fit over lifetimes; `module.attributes["shared_bytes"]` gets the total."""
+
+from __future__ import annotations
+
+import attrs
+from tc_ir.layouts import Blocked, DotOperand, Slice
+from tc_ir.ops import (
+    ConvertLayoutOp,
+    ForOp,
+    Function,
+    Module,
+    Operation,
+    ReduceOp,
+    ReshapeOp,
+    TransOp,
+    WhileOp,
+)
+from tc_ir.types import PointerType, TileType
+
+from .pass_manager import Pass
+
+ALIGN = 16
+
+
+def storage_bytes(t: TileType) -> int:
+    """Bytes one element takes in shared memory (i1 as a byte, pointers as 8)."""
+    e = t.element
+    return 8 if isinstance(e, PointerType) else e.bytes
+
+
+def scratch_bytes(op: Operation) -> int:
+    """Shared bytes `op` needs (0 when it works in registers only)."""
+    if isinstance(op, (ConvertLayoutOp, TransOp, ReshapeOp)):
+        src, dst = op.operands[0].type, op.result.type
+        if isinstance(src, TileType) and isinstance(dst, TileType) and dst.numel > 1:
+            if isinstance(op, ConvertLayoutOp) and src.layout == dst.layout:
+                return 0
+            return dst.numel * storage_bytes(dst)
+        return 0
+    if isinstance(op, ReduceOp):
+        src = op.operands[0].type
+        assert isinstance(src, TileType)
+        lay = src.layout
+        warps = 1
+        root = lay
+        dims = list(range(src.rank))
+        while isinstance(root, Slice):
+            dims.insert(root.dim, -1)
+            root = root.parent
+        if isinstance(root, Blocked):
+            axis_in_root = [i for i, d in enumerate(dims) if d != -1][op.axis]
+            warps = root.warps_per_cta[axis_in_root]
+        if warps <= 1:
+            return 0
+        res = op.result.type
+        numel = res.numel if isinstance(res, TileType) else 1
+        return warps * numel * max(4, storage_bytes(src))
+    return 0
+
+
+@attrs.define
+class Allocation:
+    offsets: dict[Operation, int] = attrs.field(factory=dict)
+    size: int = 0
+
+
+def _number(f: Function) -> tuple[dict[Operation, int], dict[Operation, int]]:
+    """Pre-order index of every op, and the index where each loop op ends."""
+    index: dict[Operation, int] = {}
+    end: dict[Operation, int] = {}
+
+    def visit(op: Operation) -> None:
+        index[op] = len(index)
+        for r in op.regions:
+            for o in r.ops:
+                visit(o)
+        end[op] = len(index)
+
+    for op in f.body.ops:
+        visit(op)
+    return index, end
+
+
+def _loops_of(op: Operation) -> list[Operation]:
+    out: list[Operation] = []
+    blk = op.parent
+    while blk is not None and blk.parent is not None:
+        p = blk.parent
+        if isinstance(p, (ForOp, WhileOp)):
+            out.append(p)
+        blk = p.parent
+    return out
+
+
+def allocate(f: Function) -> Allocation:
+    index, end = _number(f)
+    users: dict[object, list[Operation]] = {}
+    for op in f.walk():
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    requests: list[tuple[int, int, int, Operation]] = []
+    for op in f.walk():
+        size = scratch_bytes(op)
+        if size == 0:
+            continue
+        start = index[op]
+        stop = start
+        t = op.results[0].type if op.results else None
+        if isinstance(t, TileType) and isinstance(t.layout, DotOperand):
+            def_loops = set(map(id, _loops_of(op)))
+            for u in users.get(op.results[0], []):
+                stop = max(stop, index[u])
+                for loop in _loops_of(u):
+                    if id(loop) not in def_loops:
+                        stop = max(stop, end[loop])
+        requests.append((start, stop, (size + ALIGN - 1) // ALIGN * ALIGN, op))
+    placed: list[tuple[int, int, int, int]] = []  # start, stop, offset, size
+    alloc = Allocation()
+    for start, stop, size, op in sorted(requests, key=lambda r: (r[0], -r[2])):
+        live = sorted((o, o + s) for a, b, o, s in placed if not (b < start or stop < a))
+        offset = 0
+        for lo, hi in live:
+            if offset + size <= lo:
+                break
+            offset = max(offset, hi)
+        placed.append((start, stop, offset, size))
+        alloc.offsets[op] = offset
+        alloc.size = max(alloc.size, offset + size)
+    return alloc
+
+
+class AllocateShared(Pass):
+    name = "allocate-shared"
+
+    def run(self, module: Module) -> None:
+        total = 0
+        for f in module.functions:
+            total = max(total, allocate(f).size)
+        module.attributes["shared_bytes"] = total

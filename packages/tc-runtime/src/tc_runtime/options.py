@@ -1,0 +1,180 @@
+"""Defines, configs, the `opt` object of grid callables, and grid validation.
+
+A kernel's defines are the -D values of the preprocessor. The grid callable receives them back as
+attributes of `opt` (so `opt.BLOCK` is the int 1024 whether the user wrote 1024 or "1024"), which is
+how the launch grid follows a tuned block size.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+DefineValue = Union[str, int, float, bool]
+
+#: Limits of the CUDA grid (x, y, z) used where no device is known (the CPU interpreter).
+DEFAULT_MAX_GRID = (2**31 - 1, 65535, 65535)
+
+_DTYPE_NAMES = {
+    "torch.float32": "float", "torch.float": "float", "torch.float16": "half",
+    "torch.half": "half", "torch.bfloat16": "bf16", "torch.float64": "double",
+    "torch.int32": "int", "torch.int64": "long", "torch.int16": "short", "torch.int8": "char",
+    "torch.bool": "bool", "float32": "float", "float16": "half", "bfloat16": "bf16",
+    "float64": "double", "int32": "int", "int64": "long", "int16": "short", "int8": "char",
+}
+
+
+def define_text(name: str, value: object) -> str:
+    """The preprocessor text of one define value (bool -> 1/0, dtypes -> C type names)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return _DTYPE_NAMES.get(value, value)
+    text = str(value)  # a torch/numpy dtype object
+    if text in _DTYPE_NAMES:
+        return _DTYPE_NAMES[text]
+    raise TypeError(f"define {name!r}: value {value!r} of type {type(value).__name__} is not a "
+                    f"str, int, float, bool or dtype")
+
+
+def normalize_defines(defines: Mapping[str, object] | None) -> tuple[dict[str, str],
+                                                                      dict[str, list[str]]]:
+    """Split user defines into fixed values and auto-tuning axes (list values), both as text."""
+    fixed: dict[str, str] = {}
+    axes: dict[str, list[str]] = {}
+    if defines is None:
+        return fixed, axes
+    if not isinstance(defines, Mapping):
+        raise TypeError(f"defines must be a dict of name -> value, got {type(defines).__name__}")
+    for name, value in defines.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TypeError(f"define name {name!r} is not a C identifier")
+        if isinstance(value, (list, tuple)):
+            if not value:
+                raise ValueError(f"define {name!r}: an auto-tuning list must not be empty")
+            axes[name] = [define_text(name, v) for v in value]
+        else:
+            fixed[name] = define_text(name, value)
+    return fixed, axes
+
+
+def _value(text: str) -> int | float | str:
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+class Config:
+    """One point of an auto-tuning space: defines merged over the kernel's, plus launch options."""
+
+    def __init__(self, defines: Mapping[str, object] | None = None, num_warps: int = 4,
+                 num_stages: int = 3) -> None:
+        fixed, axes = normalize_defines(defines)
+        if axes:
+            raise TypeError(f"config defines must be single values, got lists for {sorted(axes)}")
+        self.defines = fixed
+        self.num_warps = check_num_warps(num_warps)
+        self.num_stages = check_num_stages(num_stages)
+
+    def __repr__(self) -> str:
+        return (f"config(defines={self.defines!r}, num_warps={self.num_warps}, "
+                f"num_stages={self.num_stages})")
+
+    def key(self) -> tuple[tuple[tuple[str, str], ...], int, int]:
+        return tuple(sorted(self.defines.items())), self.num_warps, self.num_stages
+
+
+def config(defines: Mapping[str, object] | None = None, num_warps: int = 4,
+           num_stages: int = 3) -> Config:
+    """tc.config(defines, num_warps, num_stages): one auto-tuning configuration."""
+    return Config(defines, num_warps, num_stages)
+
+
+def check_num_warps(n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16, 32 (at most 1024 threads per "
+                         f"block), got {n!r}")
+    return n
+
+
+def check_num_stages(n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16:
+        raise ValueError(f"num_stages must be an int from 1 to 16, got {n!r}")
+    return n
+
+
+class Options:
+    """The `opt` given to grid callables: the effective defines as attributes, plus num_warps."""
+
+    __slots__ = ("defines", "num_warps", "num_stages", "_values")
+
+    def __init__(self, defines: Mapping[str, str], num_warps: int, num_stages: int) -> None:
+        self.defines = dict(defines)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self._values = {k: _value(v) for k, v in self.defines.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]  # type: ignore[index]
+        except KeyError:
+            known = ", ".join(sorted(self.defines)) or "none"
+            raise AttributeError(f"opt has no attribute {name!r}: the kernel's defines are "
+                                 f"{known} (also num_warps, num_stages)") from None
+
+    def d(self, name: str) -> Any:
+        """The 2020 spelling, opt.d('BLOCK')."""
+        return getattr(self, name)
+
+    def __repr__(self) -> str:
+        return (f"opt({', '.join(f'{k}={v!r}' for k, v in self._values.items())}, "
+                f"num_warps={self.num_warps}, num_stages={self.num_stages})")
+
+
+GridSpec = Union[Sequence[int], int, Callable[[Options], Any]]
+
+
+def normalize_grid(grid: object, opt: Options, max_grid: Sequence[int] = DEFAULT_MAX_GRID,
+                   kernel: str = "kernel") -> tuple[int, int, int]:
+    """A grid tuple or callable -> (x, y, z), checked against the CUDA limits."""
+    if grid is None:
+        raise TypeError(f"launching '{kernel}' needs a grid: k(*args, grid=lambda opt: (...,))")
+    if callable(grid):
+        grid = grid(opt)
+    if isinstance(grid, int) and not isinstance(grid, bool):
+        dims: list[object] = [grid]
+    elif isinstance(grid, (tuple, list)):
+        dims = list(grid)
+    else:
+        try:
+            dims = list(grid)  # type: ignore[call-overload]
+        except TypeError:
+            raise TypeError(f"grid of '{kernel}' must be a tuple of 1 to 3 ints (or a callable "
+                            f"returning one), got {type(grid).__name__}") from None
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"grid of '{kernel}' must have 1 to 3 dimensions, got {len(dims)}: "
+                         f"{tuple(dims)}")
+    out = [1, 1, 1]
+    for i, d in enumerate(dims):
+        if isinstance(d, (bool, float)):
+            raise TypeError(f"grid dimension {'xyz'[i]} of '{kernel}' must be an int, got {d!r}")
+        try:
+            v = operator.index(d)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(f"grid dimension {'xyz'[i]} of '{kernel}' must be an int, got "
+                            f"{type(d).__name__}") from None
+        if v < 0:
+            raise ValueError(f"grid dimension {'xyz'[i]} of '{kernel}' is negative: {v}")
+        if v > max_grid[i]:
+            raise ValueError(f"grid dimension {'xyz'[i]} of '{kernel}' is {v}, above the CUDA "
+                             f"limit of {max_grid[i]}")
+        out[i] = v
+    return out[0], out[1], out[2]

@@ -1,0 +1,213 @@
+"""Kernel signatures: checking the user's arguments, specializing them, packing them for a launch.
+
+A signature is the list of argument kinds the compiler reports ("ptr<f32>", "i32", "f16", ...), the
+same spelling as the IR types. From it the runtime builds, once, a `struct.Struct` in native layout
+(the C parameter layout CUDA expects), a buffer and the array of pointers into that buffer that
+cuLaunchKernel takes: a launch is then one `pack_into` and one driver call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+# IR scalar kind -> (struct code, C spelling)
+_SCALARS: dict[str, tuple[str, str]] = {
+    "i1": ("?", "bool"),
+    "i8": ("b", "char"),
+    "i16": ("h", "short"),
+    "i32": ("i", "int"),
+    "i64": ("q", "long"),
+    "f16": ("e", "half"),
+    "bf16": ("H", "bf16"),
+    "f32": ("f", "float"),
+    "f64": ("d", "double"),
+}
+_INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+#: Specialization codes of one argument: 16 = divisible by 16 (pointers: 16-byte aligned),
+#: 1 = equal to 1 (integers only), 0 = nothing known. See `Signature.specialize`.
+DIV16, ONE, NONE = 16, 1, 0
+
+
+def is_pointer(kind: str) -> bool:
+    return kind.startswith("ptr<")
+
+
+def c_spelling(kind: str) -> str:
+    """How Triton-C writes a kind: "ptr<f32>" -> "float*"."""
+    if is_pointer(kind):
+        inner = kind[4:-1].split(",")[0].strip()
+        return c_spelling(inner) + "*"
+    return _SCALARS.get(kind, (None, kind))[1]
+
+
+def _bf16_bits(value: float) -> int:
+    """The bf16 bit pattern of a float (round to nearest even), for packing a bf16 scalar."""
+    bits = int(np.array([value], dtype=np.float32).view(np.uint32)[0])
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0xFFFF:  # NaN stays NaN
+        return (bits >> 16) | 0x40
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+class Signature:
+    """The arguments of one kernel: names, kinds, and the derived packer."""
+
+    def __init__(self, kernel: str, kinds: Sequence[str], names: Sequence[str] | None = None):
+        self.kernel = kernel
+        self.kinds = list(kinds)
+        self.names = list(names) if names else [f"arg{i}" for i in range(len(kinds))]
+        if len(self.names) != len(self.kinds):
+            self.names = [f"arg{i}" for i in range(len(kinds))]
+        for k in self.kinds:
+            if not is_pointer(k) and k not in _SCALARS:
+                raise ValueError(f"kernel '{kernel}': unsupported argument kind {k!r}")
+        self.pointer_indices = [i for i, k in enumerate(self.kinds) if is_pointer(k)]
+        self.int_indices = [i for i, k in enumerate(self.kinds) if k in _INT_BITS and k != "i1"]
+        self._special = sorted(self.pointer_indices + self.int_indices)
+        self._has_bf16 = "bf16" in self.kinds
+
+    # ---------------------------------------------------------------------------- user messages
+
+    def describe(self) -> str:
+        """add(z: float*, x: float*, y: float*, N: int)"""
+        params = ", ".join(f"{n}: {c_spelling(k)}" for n, k in zip(self.names, self.kinds))
+        return f"{self.kernel}({params})"
+
+    def check_count(self, n: int) -> None:
+        if n != len(self.kinds):
+            raise TypeError(f"{self.describe()} takes {len(self.kinds)} argument"
+                            f"{'' if len(self.kinds) == 1 else 's'}, got {n}")
+
+    def _bad(self, i: int, value: object, expected: str) -> TypeError:
+        return TypeError(f"argument {i + 1} ('{self.names[i]}') of {self.describe()} must be "
+                         f"{expected}, got {type(value).__name__} {_short(value)}")
+
+    # ------------------------------------------------------------------------------ conversion
+
+    def normalize(self, args: Sequence[object]) -> list[object]:
+        """Check every argument against its kind and convert it to a plain Python value: pointers
+        and integers to int (objects with data_ptr() give their address), floats to float."""
+        self.check_count(len(args))
+        out: list[object] = []
+        for i, (kind, value) in enumerate(zip(self.kinds, args)):
+            if is_pointer(kind):
+                out.append(self._pointer(i, value))
+            elif kind in _INT_BITS:
+                out.append(self._integer(i, kind, value))
+            else:
+                out.append(self._float(i, kind, value))
+        return out
+
+    def _pointer(self, i: int, value: object) -> int:
+        data_ptr = getattr(value, "data_ptr", None)
+        if callable(data_ptr):
+            value = data_ptr()
+        if isinstance(value, (float, complex, str, bytes)) or value is None:
+            raise self._bad(i, value, "a pointer (an int address, e.g. tensor.data_ptr())")
+        try:
+            address = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            raise self._bad(i, value, "a pointer (an int address, e.g. tensor.data_ptr())") from None
+        if not 0 <= address < 1 << 64:
+            raise TypeError(f"argument {i + 1} ('{self.names[i]}') of {self.describe()}: "
+                            f"{address} is not a valid 64-bit address")
+        return address
+
+    def _integer(self, i: int, kind: str, value: object) -> int:
+        if isinstance(value, (float, complex, str, bytes)) or value is None:
+            raise self._bad(i, value, f"an integer ({c_spelling(kind)})")
+        try:
+            v = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            raise self._bad(i, value, f"an integer ({c_spelling(kind)})") from None
+        if kind == "i1":
+            return int(bool(v))
+        bits = _INT_BITS[kind]
+        lo, hi = -(1 << (bits - 1)), (1 << bits) - 1  # signed or unsigned C parameter
+        if not lo <= v <= hi:
+            raise TypeError(f"argument {i + 1} ('{self.names[i]}') of {self.describe()}: "
+                            f"{v} does not fit in {c_spelling(kind)} ({bits} bits)")
+        if v >= 1 << (bits - 1):  # an unsigned value: same bits, packed through the signed code
+            v -= 1 << bits
+        return v
+
+    def _float(self, i: int, kind: str, value: object) -> float | int:
+        if isinstance(value, (str, bytes, complex)) or value is None:
+            raise self._bad(i, value, f"a number ({c_spelling(kind)})")
+        try:
+            v = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise self._bad(i, value, f"a number ({c_spelling(kind)})") from None
+        return _bf16_bits(v) if kind == "bf16" else v
+
+    # -------------------------------------------------------------------------- specialization
+
+    def specialize(self, args: Sequence[Any]) -> tuple[int, ...]:
+        """One code per pointer/integer argument (in order): DIV16, ONE or NONE.
+
+        Needs plain ints (call `normalize` first if this raises TypeError)."""
+        out = []
+        pointers = self.pointer_indices
+        for i in self._special:
+            v = args[i]
+            if type(v) is not int:
+                raise TypeError("not a plain int")
+            if not v & 15:
+                out.append(DIV16)
+            elif v == 1 and i not in pointers:
+                out.append(ONE)
+            else:
+                out.append(NONE)
+        return tuple(out)
+
+    def options_specialization(self, key: tuple[int, ...]) -> tuple[str | None, ...]:
+        """The key as `tc_opt.CompileOptions.specialization`: one entry per argument,
+        "divisible_by_16", "equal_to_1" or None."""
+        out: list[str | None] = [None] * len(self.kinds)
+        for i, code in zip(self._special, key):
+            out[i] = "divisible_by_16" if code == DIV16 else "equal_to_1" if code == ONE else None
+        return tuple(out)
+
+    # ------------------------------------------------------------------------------- packing
+
+    def packer(self) -> ArgPacker:
+        return ArgPacker(self)
+
+
+class ArgPacker:
+    """Native-layout argument buffer + void* array for cuLaunchKernel, built once per signature."""
+
+    def __init__(self, sig: Signature) -> None:
+        codes = ["Q" if is_pointer(k) else _SCALARS[k][0] for k in sig.kinds]
+        fmt = "@" + "".join(codes)
+        self.sig = sig
+        self.struct = struct.Struct(fmt)
+        self.buffer = ctypes.create_string_buffer(max(self.struct.size, 8))
+        base = ctypes.addressof(self.buffer)
+        offsets = [struct.calcsize("@" + "".join(codes[:i]) + "0" + c) for i, c in enumerate(codes)]
+        self.pointers = (ctypes.c_void_p * max(len(codes), 1))(*[base + o for o in offsets])
+        #: The value passed as cuLaunchKernel's kernelParams.
+        self.address = ctypes.addressof(self.pointers)
+        self._pack_into = self.struct.pack_into
+        self._always_normalize = sig._has_bf16  # bf16 scalars are packed as their bit pattern
+
+    def pack(self, args: Sequence[object]) -> int:
+        """Write the arguments into the buffer; returns the kernelParams address."""
+        if self._always_normalize:
+            args = self.sig.normalize(args)
+        try:
+            self._pack_into(self.buffer, 0, *args)
+        except struct.error:
+            self._pack_into(self.buffer, 0, *self.sig.normalize(args))
+        return self.address
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,55 @@
+"""do_bench on the CPU and perf_report writing its PNG and CSV."""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+
+import pytest
+
+import tc_runtime as tc
+
+
+def test_do_bench_cpu_times_in_ms() -> None:
+    med, lo, hi = tc.testing.do_bench(lambda: time.sleep(0.002), warmup=5, rep=20, device="cpu")
+    assert lo <= med <= hi
+    assert 1.5 < med < 50
+
+
+def test_do_bench_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="rep > 0"):
+        tc.testing.do_bench(lambda: None, rep=0, device="cpu")
+
+
+def test_perf_report_writes_png_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    calls = []
+
+    @tc.testing.perf_report(tc.testing.Benchmark(
+        x_names=["N"], x_vals=[2**i for i in range(4, 7)], y_name="provider",
+        y_vals=["a", "b"], y_lines=["A", "B"], ylabel="GB/s", plot_name="demo-performance",
+        args={"scale": 2}, x_log=True))
+    def bench(N: int, provider: str, scale: int) -> tuple[float, float, float]:
+        calls.append((N, provider, scale))
+        v = N * scale * (1 if provider == "a" else 2)
+        return float(v), float(v - 1), float(v + 1)
+
+    tables = bench.run(print_data=True, save_path=str(tmp_path))
+    assert len(calls) == 6 and calls[0] == (16, "a", 2)
+    png = tmp_path / "demo-performance.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.reader((tmp_path / "demo-performance.csv").open()))
+    assert rows[0][:3] == ["N", "A", "B"]
+    assert rows[1][:3] == ["16", "32", "64"]
+    out = capsys.readouterr().out
+    assert "demo-performance" in out and "64.000" in out
+    assert tables[0].rows[2][1][1] == (256.0, 255.0, 257.0)
+
+
+def test_benchmark_validation() -> None:
+    with pytest.raises(ValueError, match="y_lines for"):
+        tc.testing.Benchmark(x_names=["N"], x_vals=[1], y_name="p", y_vals=["a", "b"],
+                             y_lines=["A"])
+    b = tc.testing.Benchmark(x_names="N", x_vals=[1], line_arg="p", line_vals=["a"],
+                             line_names=["A"])
+    assert b.y_name == "p" and b.y_lines == ["A"]

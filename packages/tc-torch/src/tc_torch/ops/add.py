@@ -1,0 +1,90 @@
+"""Element-wise addition: the vector-add kernel of the first tutorial as a torch op."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import tc_runtime as tc
+
+from ..devices import device_of, stream_of, tc_type
+
+SOURCE = """
+__global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    bool check[BLOCK] = off < N;
+    TYPE* pz[BLOCK] = z + off;
+    TYPE* px[BLOCK] = x + off;
+    TYPE* py[BLOCK] = y + off;
+    *?(check)pz = *?(check)px + *?(check)py;
+}
+"""
+
+BLOCK = 1024
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_kernels: dict[tuple[str, torch.dtype, int], tc.Kernel] = {}
+
+
+def kernel_for(device: torch.device, dtype: torch.dtype, block: int = BLOCK) -> tc.Kernel:
+    """The add kernel for (device, dtype, BLOCK), created once."""
+    key = (str(device), dtype, block)
+    k = _kernels.get(key)
+    if k is None:
+        defines = {"TYPE": tc_type(dtype, "tc_torch.add", DTYPES), "BLOCK": block}
+        k = tc.kernel(SOURCE, device=str(device), defines=defines, num_warps=4,
+                      filename="tc_torch/add.tc")
+        _kernels[key] = k
+    return k
+
+
+def _check(x: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError(f"tc_torch.add expects two tensors, got {type(x).__name__} and "
+                        f"{type(y).__name__}")
+    if x.dtype != y.dtype:
+        raise TypeError(f"tc_torch.add: the tensors have different dtypes ({x.dtype} and "
+                        f"{y.dtype}); convert one first")
+    if x.shape != y.shape:
+        raise ValueError(f"tc_torch.add: the tensors have different shapes ({tuple(x.shape)} and "
+                         f"{tuple(y.shape)})")
+    return x, y
+
+
+def add_out(z: torch.Tensor, x: torch.Tensor, y: torch.Tensor, block: int = BLOCK) -> torch.Tensor:
+    """z = x + y for contiguous tensors of one shape, dtype and device (no autograd)."""
+    device = device_of([z, x, y], "tc_torch.add")
+    n = x.numel()
+    if n >= 2**31:
+        raise ValueError(f"tc_torch.add: {n} elements is more than the kernel's int index allows "
+                         f"(2**31 - 1)")
+    k = kernel_for(device, x.dtype, block)
+    if n == 0:
+        return z
+    grid = (tc.cdiv(n, block),)
+    if device.type == "cuda":
+        k(z.data_ptr(), x.data_ptr(), y.data_ptr(), n, grid=grid, stream=stream_of(device))
+    else:  # the interpreter: pass the tensors so their memory is registered and bounds-checked
+        k(z, x, y, n, grid=grid)
+    return z
+
+
+class _Add(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x, y = x.contiguous(), y.contiguous()
+        z = torch.empty_like(x, memory_format=torch.contiguous_format)
+        return add_out(z, x, y)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return grad, grad
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x + y through the tc vector-add kernel (float32, float16, bfloat16; CUDA or CPU)."""
+    x, y = _check(x, y)
+    device_of([x, y], "tc_torch.add")
+    tc_type(x.dtype, "tc_torch.add", DTYPES)
+    apply: Any = _Add.apply
+    out: torch.Tensor = apply(x, y)
+    return out

@@ -1,0 +1,276 @@
+"""The GPU check: every GPU test and the vector-add checks and benchmarks, in one run.
+
+    PYTHONPATH=<.site and packages/*/src> python3 tools/gpu_check.py
+
+Sections (each guarded, so one failure still prints the table):
+  1. pytest -m gpu over packages/ and tests/integration
+  2. vector add for every N in 1..4097 and 2**27 + 1, float and half, equal to torch's x + y
+  3. bandwidth at N = 2**27 float: tc vs torch (and Triton's tutorial-style add when triton imports)
+  4. host overhead of one launch, the tutorials
+The markdown table is printed LAST. Full logs go under $OUT when it is set. Set TC_GIT_COMMIT (or
+write a COMMIT file in the repository root) to have the commit in the table.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+sys.path.insert(0, str(ROOT / "tools"))
+
+
+class Report:
+    """Check results (name -> PASS/FAIL + detail), measurements, and a log."""
+
+    def __init__(self) -> None:
+        self.checks: list[tuple[str, str, str]] = []
+        self.numbers: list[tuple[str, str]] = []
+        self.log = io.StringIO()
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+        self.log.write(text + "\n")
+
+    def check(self, name: str, ok: bool, detail: str = "") -> None:
+        self.checks.append((name, "PASS" if ok else "FAIL", detail))
+        self.say(f"[{'PASS' if ok else 'FAIL'}] {name} {detail}")
+
+    def number(self, name: str, value: str) -> None:
+        self.numbers.append((name, value))
+        self.say(f"  {name}: {value}")
+
+    def section(self, name: str, fn: Callable[[Report], None]) -> None:
+        self.say(f"\n## {name}")
+        start = time.perf_counter()
+        try:
+            fn(self)
+        except Exception as exc:  # a broken section must not hide the others
+            self.say(traceback.format_exc())
+            self.check(name, False, f"crashed: {type(exc).__name__}: {str(exc)[:200]}")
+        self.say(f"({name}: {time.perf_counter() - start:.1f} s)")
+
+
+def git_commit() -> str:
+    if os.environ.get("TC_GIT_COMMIT"):
+        return os.environ["TC_GIT_COMMIT"]
+    for name in ("COMMIT", ".git-commit"):
+        path = ROOT / name
+        if path.is_file():
+            return path.read_text().strip()
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=10)
+        if out.returncode == 0:
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
+# ------------------------------------------------------------------------------------ sections
+
+
+def run_pytest(r: Report) -> None:
+    targets = [str(p) for p in sorted((ROOT / "packages").glob("*/tests"))]
+    targets.append(str(ROOT / "tests" / "integration"))
+    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-p", "no:cacheprovider",
+           *targets]
+    r.say(" ".join(cmd))
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    text = proc.stdout + proc.stderr
+    if OUT is not None:
+        (OUT / "pytest-gpu.log").write_text(text)
+    tail = text.strip().splitlines()[-1] if text.strip() else "(no output)"
+    r.say("\n".join(text.strip().splitlines()[-40:]))
+    # exit code 5: no test selected (acceptable only if nothing is marked gpu yet)
+    r.check("pytest -m gpu", proc.returncode in (0, 5), tail)
+
+
+def vector_add_exact(r: Report) -> None:
+    import torch
+
+    import tc_torch
+    from tc_torch.ops.add import add_out
+
+    torch.manual_seed(0)
+    for dtype in (torch.float32, torch.float16):
+        name = str(dtype).replace("torch.", "")
+        nmax = 4097
+        x = torch.rand(nmax + 16, device="cuda", dtype=dtype)
+        y = torch.rand(nmax + 16, device="cuda", dtype=dtype)
+        bad = torch.zeros((), dtype=torch.int64, device="cuda")
+        bad_ns: list[int] = []
+        start = time.perf_counter()
+        for n in range(1, nmax + 1):
+            z = torch.empty(n, device="cuda", dtype=dtype)
+            add_out(z, x[:n], y[:n])
+            bad += (z != x[:n] + y[:n]).sum()
+            if n % 512 == 0 or n == nmax:
+                if int(bad.item()):
+                    bad_ns.append(n)
+                    bad.zero_()
+        # misaligned pointers (offset by one element) for a few sizes
+        for n in (1, 15, 16, 17, 1000, 1024, 4096):
+            z = torch.empty(n + 1, device="cuda", dtype=dtype)[1:]
+            add_out(z, x[1:n + 1], y[2:n + 2])
+            if not torch.equal(z, x[1:n + 1] + y[2:n + 2]):
+                bad_ns.append(-n)
+        torch.cuda.synchronize()
+        took = time.perf_counter() - start
+        r.check(f"vector add N=1..4097 {name}", not bad_ns,
+                f"({took:.1f} s)" + (f" mismatches near N={bad_ns[:10]}" if bad_ns else ""))
+        n = 2**27 + 1
+        xb = torch.rand(n, device="cuda", dtype=dtype)
+        yb = torch.rand(n, device="cuda", dtype=dtype)
+        zb = tc_torch.add(xb, yb)
+        r.check(f"vector add N=2^27+1 {name}", bool(torch.equal(zb, xb + yb)))
+        del xb, yb, zb
+
+
+def bandwidth(r: Report) -> None:
+    import torch
+
+    import tc_runtime as tc
+    import tc_torch
+
+    n = 2**27
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+
+    def gbps(ms: float) -> float:
+        return 12 * n / ms * 1e-6
+
+    results: dict[str, float] = {}
+    providers: dict[str, Callable[[], Any]] = {"torch": lambda: x + y,
+                                               "tc": lambda: tc_torch.add(x, y)}
+    try:
+        from triton_add import triton_add
+
+        assert torch.equal(triton_add(x, y), x + y)
+        providers["triton"] = lambda: triton_add(x, y)
+    except Exception as exc:
+        r.say(f"triton peer unavailable: {type(exc).__name__}: {exc}")
+    for name, fn in providers.items():
+        ms, lo, hi = tc.testing.do_bench(fn, warmup=25, rep=100)
+        results[name] = gbps(ms)
+        r.number(f"add 2^27 f32 {name}", f"{gbps(ms):.0f} GB/s (median {ms * 1000:.1f} us, "
+                                         f"min {lo * 1000:.1f}, max {hi * 1000:.1f})")
+    ratio = results["tc"] / results["torch"]
+    r.number("tc / torch", f"{ratio:.3f}")
+    if "triton" in results:
+        r.number("tc / triton", f"{results['tc'] / results['triton']:.3f}")
+    r.check("add bandwidth >= 90% of torch", ratio >= 0.9, f"ratio {ratio:.3f}")
+
+
+def launch_overhead(r: Report) -> None:
+    import torch
+
+    import tc_torch
+
+    x = torch.rand(1024, device="cuda")
+    y = torch.rand(1024, device="cuda")
+
+    def host_us(fn: Callable[[], Any]) -> float:
+        total, n = 0.0, 200
+        for b in range(11):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            if b:
+                total += time.perf_counter() - t0
+        return total / (10 * n) * 1e6
+
+    r.number("host us per call: torch x + y", f"{host_us(lambda: x + y):.2f}")
+    r.number("host us per call: tc_torch.add", f"{host_us(lambda: tc_torch.add(x, y)):.2f}")
+    from tc_torch.ops.add import kernel_for
+
+    k = kernel_for(x.device, x.dtype)
+    z = torch.empty_like(x)
+    zp, xp, yp = z.data_ptr(), x.data_ptr(), y.data_ptr()
+    us = host_us(lambda: k(zp, xp, yp, 1024, grid=(1,)))
+    r.number("host us per call: raw tc kernel launch", f"{us:.2f}")
+    r.check("raw launch host overhead < 8 us", us < 8, f"{us:.2f} us")
+
+
+def tutorials(r: Report) -> None:
+    out = OUT if OUT is not None else ROOT / "build" / "tutorials"
+    cmd = [sys.executable, str(ROOT / "tools" / "run_tutorials.py"), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    text = proc.stdout + proc.stderr
+    r.say("\n".join(text.strip().splitlines()[-40:]))
+    r.check("tutorials", proc.returncode == 0, text.strip().splitlines()[-1] if text.strip() else "")
+
+
+# ---------------------------------------------------------------------------------------- main
+
+
+def gpu_name() -> str:
+    try:
+        import torch
+
+        return str(torch.cuda.get_device_name(0))
+    except Exception:
+        try:
+            from tc_runtime import driver
+
+            return driver.get_device(0).name
+        except Exception as exc:
+            return f"none ({exc})"
+
+
+def table(r: Report) -> str:
+    lines = [
+        f"### tc GPU check, {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
+        "",
+        f"GPU: {gpu_name()}; commit: {git_commit()}; python {sys.version.split()[0]}",
+        "",
+        "| check | result | detail |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {n} | {s} | {d.replace('|', '/')} |" for n, s, d in r.checks]
+    if r.numbers:
+        lines += ["", "| measurement | value |", "|---|---|"]
+        lines += [f"| {n} | {v} |" for n, v in r.numbers]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    if OUT is not None:
+        OUT.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("TC_CACHE_DIR", str(Path("/tmp") / "tc-gpu-check-cache"))
+    r = Report()
+    try:
+        import torch
+
+        has_gpu = bool(torch.cuda.is_available())
+    except Exception as exc:
+        r.say(f"torch unavailable: {exc}")
+        has_gpu = False
+    r.check("CUDA GPU visible to torch", has_gpu, gpu_name())
+    r.section("pytest -m gpu", run_pytest)
+    if has_gpu:
+        r.section("vector add exactness", vector_add_exact)
+        r.section("vector add bandwidth", bandwidth)
+        r.section("launch overhead", launch_overhead)
+        r.section("tutorials", tutorials)
+    text = table(r)
+    r.say("\n" + text)
+    if OUT is not None:
+        (OUT / "gpu_check.log").write_text(r.log.getvalue())
+        (OUT / "gpu_check.md").write_text(text + "\n")
+    return 0 if all(s == "PASS" for _, s, _ in r.checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
