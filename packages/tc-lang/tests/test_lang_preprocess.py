@@ -146,3 +146,22 @@ def test_columns_after_a_macro_are_the_users() -> None:
     d = info.value.first
     assert (d.location.line, d.location.col) == (2, 18)
     assert d.location.macro is None
+
+
+def test_dtype_names_as_defines() -> None:
+    class FakeDtype:
+        name = "float16"
+
+    src = "__global__ void k(TYPE* p, T2* q) { *p = *q; }"
+    unit = tc_lang.frontend(src, {"TYPE": FakeDtype(), "T2": "bfloat16"})
+    params = unit.kernels()[0].params
+    assert [str(p.ty) for p in params] == ["half*", "bf16*"]
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess("x", {"X": [1, 2]})
+    assert info.value.first.code == "E0108"
+
+
+def test_parse_without_preprocessing_explains_directives() -> None:
+    with pytest.raises(tc_lang.TcSyntaxError) as info:
+        tc_lang.parse("#define A 1\n__global__ void k() {}\n")
+    assert "tc_lang.preprocess" in info.value.first.message

@@ -363,6 +363,15 @@ class Builder:
     def barrier(self) -> O.Operation:
         return self.create(O.BarrierOp, [], [])
 
+    def assume(self, value: O.Value, multiple_of: int = 1, aligned: int = 1) -> O.OpResult:
+        """`value` with the facts of a declaration attribute (see `ops.AssumeOp`)."""
+        el = element_of(value.type)
+        if not (isinstance(el, PointerType) or (isinstance(el, ScalarType) and el.is_int)):
+            raise BuilderError(f"assume on {value.type}: only integers and pointers have such facts")
+        if multiple_of < 1 or aligned < 1:
+            raise BuilderError(f"assume needs positive facts, got multiple_of={multiple_of} aligned={aligned}")
+        return self._one(O.AssumeOp, [value], value.type, multiple_of=multiple_of, aligned=aligned)
+
     # -------------------------------------------------------------------- structured control
 
     def for_(

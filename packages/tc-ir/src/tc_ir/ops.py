@@ -554,3 +554,20 @@ def replace_all_uses(root: Block, old: Value, new: Value) -> None:
     """Replace every use of `old` by `new` in `root` and the blocks nested in it."""
     for op in root.walk():
         op.operands = [new if v is old else v for v in op.operands]
+
+
+# --- facts the source vouches for (appended: op classes keep their order) ------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class AssumeOp(Operation):
+    """The operand unchanged, with facts from an attribute on a local declaration
+    (`int x __multipleof(8) = ...`, `float* p __aligned(16) = ...`): every element (an integer,
+    or a pointer's byte address) is a multiple of `multiple_of` and of `aligned`. Alignment and
+    contiguity analyses read the facts, code generation forwards the operand, and the
+    interpreter checks them. Kernel parameters keep theirs in `Function.arg_attrs` instead."""
+
+    NAME = "tc.assume"
+    multiple_of: int = 1
+    aligned: int = 1

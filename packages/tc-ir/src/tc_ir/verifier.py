@@ -363,6 +363,18 @@ def _barrier(op: O.BarrierOp) -> None:
     _count(op, 0, 0)
 
 
+@_rule(O.AssumeOp)
+def _assume(op: O.AssumeOp) -> None:
+    _count(op, 1, 1)
+    src, t = op.operands[0].type, op.results[0].type
+    _check(src == t, f"assume changes the type {src} -> {t}")
+    _check(_is_int(src) or _is_ptr(src), f"assume on {src}: only integers and pointers have such facts")
+    for name in ("multiple_of", "aligned"):
+        n = getattr(op, name)
+        _check(isinstance(n, int) and not isinstance(n, bool) and n >= 1, f"{name} must be a positive integer, not {n!r}")
+    _check(op.aligned & (op.aligned - 1) == 0, f"aligned {op.aligned} is not a power of two")
+
+
 @_rule(O.ConvertLayoutOp)
 def _convert_layout(op: O.ConvertLayoutOp) -> None:
     _count(op, 1, 1)

@@ -252,7 +252,7 @@ class Checker:
                     self.shape_error("E0502", msg, tn.loc)
                 else:
                     self.shape_error(
-                        "E0502", f"tile '{what}' has {tt.numel} elements",
+                        "E0502", f"tile '{what}' has {tt.numel} elements, not a power of two",
                         tn.loc, hint=f"tile '{what}' has {tt.numel} elements; tile sizes must "
                         "be powers of two",
                     )

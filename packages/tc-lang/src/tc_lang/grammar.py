@@ -106,13 +106,13 @@ class Grammar:
 
     def p_function_definition_1(self, p: Any) -> None:
         """function_definition : function_specifiers type_name ID LPAREN parameter_list RPAREN compound_statement"""
-        kinds = p[1]
+        kinds, loc = p[1]
         kind = "global" if "global" in kinds else "device" if "device" in kinds else ""
         if "global" in kinds and "device" in kinds:
             raise GrammarError(
-                "a function cannot be both __global__ and __device__", _loc(p, 1), "E0204"
+                "a function cannot be both __global__ and __device__", loc, "E0204"
             )
-        p[0] = self._function(p, kind, p[2], 3, p[5], p[7], _span(p, 1, 7))
+        p[0] = self._function(p, kind, p[2], 3, p[5], p[7], loc.to(p[7].loc))
 
     def p_function_definition_2(self, p: Any) -> None:
         """function_definition : type_name ID LPAREN parameter_list RPAREN compound_statement"""
@@ -132,7 +132,7 @@ class Grammar:
     def p_function_specifiers(self, p: Any) -> None:
         """function_specifiers : function_specifier
         | function_specifiers function_specifier"""
-        p[0] = p[1] + p[2] if len(p) == 3 else p[1]
+        p[0] = (p[1][0] + p[2][0], p[1][1].to(p[2][1])) if len(p) == 3 else p[1]
 
     def p_function_specifier(self, p: Any) -> None:
         """function_specifier : GLOBAL
@@ -140,7 +140,8 @@ class Grammar:
         | INLINE
         | STATIC"""
         v = p[1]
-        p[0] = ["global"] if v == "__global__" else ["device"] if v == "__device__" else []
+        kinds = ["global"] if v == "__global__" else ["device"] if v == "__device__" else []
+        p[0] = (kinds, _loc(p, 1))
 
     def p_parameter_list_1(self, p: Any) -> None:
         """parameter_list : parameter_declaration_list"""

@@ -36,6 +36,11 @@ TYPE_KEYWORDS: dict[str, str] = {
     "uint64": "uint64",
     "unsigned": "uint32",
     "signed": "int32",
+    # dtype spellings (torch/numpy names arrive through defines such as TYPE=float16)
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32",
+    "float64": "fp64",
 }
 
 ATTRIBUTE_KEYWORDS: dict[str, str] = {
@@ -94,6 +99,10 @@ _KEYWORDS: dict[str, str] = {
     "uint16": "TYPEKW",
     "uint32": "TYPEKW",
     "uint64": "TYPEKW",
+    "float16": "TYPEKW",
+    "bfloat16": "TYPEKW",
+    "float32": "TYPEKW",
+    "float64": "TYPEKW",
 }
 for _k in ATTRIBUTE_KEYWORDS:
     _KEYWORDS[_k] = "ATTRKW"
@@ -263,6 +272,9 @@ class _Rules:
         ch = t.value[0]
         if ch == "'" or ch == '"':
             raise LexError("unterminated literal", t.lexpos)
+        if ch == "#":
+            raise LexError("unexpected '#': preprocessor directives need tc_lang.preprocess",
+                           t.lexpos)
         raise LexError(f"unexpected character {ch!r}", t.lexpos)
 
 

@@ -284,11 +284,10 @@ def _try_semicolon(
     while j > max(after, 1) and len(candidates) < 2:
         prev, nxt = toks[j - 1], (toks[j] if j < len(toks) else None)
         if nxt is None or prev.lineno < nxt.lineno:
-            if nxt is not None or True:
-                if prev.type in _ENDERS and (nxt is None or nxt.type in _STARTERS):
-                    candidates.append(j)
-                elif nxt is not None:
-                    candidates.append(-1)  # a line break that cannot take a ';'
+            if prev.type in _ENDERS and (nxt is None or nxt.type in _STARTERS):
+                candidates.append(j)
+            elif nxt is not None:
+                candidates.append(-1)  # a line break that cannot take a ';'
         j -= 1
     for j in candidates:
         if j < 0:

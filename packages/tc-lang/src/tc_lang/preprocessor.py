@@ -21,7 +21,7 @@ from pcpp import parser as _pcpp_parser
 
 from .diagnostics import Category, Diagnostic, Location, TcPreprocessorError
 
-DefineValue = str | int | float | bool
+DefineValue = str | int | float | bool | object
 
 _LEXER: Any = None
 
@@ -103,7 +103,20 @@ def define_text(value: DefineValue) -> str:
         return repr(value)
     if isinstance(value, str):
         return value
+    # A dtype object (numpy's has .name; torch's prints as torch.float16) becomes its name.
+    name = getattr(value, "name", None)
+    text = name if isinstance(name, str) else str(value).removeprefix("torch.")
+    if text in _DTYPE_NAMES:
+        return _DTYPE_NAMES[text]
     raise TypeError(f"define values must be str, int, float or bool, not {type(value).__name__}")
+
+
+_DTYPE_NAMES = {
+    "float16": "half", "half": "half", "bfloat16": "bf16", "float32": "float", "float": "float",
+    "float64": "double", "double": "double", "int8": "int8", "int16": "int16", "int32": "int32",
+    "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "bool": "bool",
+}
 
 
 def decode_source(source: str | bytes, filename: str) -> str:

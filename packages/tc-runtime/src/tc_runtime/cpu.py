@@ -20,8 +20,9 @@ from .signature import Signature, is_pointer
 class CpuKernel:
     """One lowered kernel function and its signature; `launch` interprets a whole grid."""
 
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: Any, source: str | None = None) -> None:
         self.function = function
+        self.source = source
         kinds = [str(a.type) for a in function.args]
         self.signature = Signature(function.name, kinds, list(function.arg_names) or None)
 
@@ -50,7 +51,7 @@ class CpuKernel:
                 values[i] = float(args[i])  # type: ignore[arg-type]
         if grid[0] * grid[1] * grid[2] == 0:
             return
-        interpret(self.function, values, grid, memory)
+        interpret(self.function, values, grid, memory, source=self.source)
 
 
 def _is_plain_int(value: object) -> bool:

@@ -216,7 +216,7 @@ class Kernel:
             if self._cpu is None:
                 fn = compiler.lower_source(self.source, defines=self.opt.defines, kernel=self.name,
                                            filename=self.filename)
-                self._cpu = CpuKernel(fn)
+                self._cpu = CpuKernel(fn, self.source)
                 self._signature = self._cpu.signature
             return self._cpu
 

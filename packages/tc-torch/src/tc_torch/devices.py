@@ -11,6 +11,10 @@ _DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bf16"
 
 def device_of(tensors: Sequence[torch.Tensor], op: str) -> torch.device:
     """The one device all tensors share (a clear error if they differ)."""
+    first = tensors[0].device
+    if all(t.device == first for t in tensors[1:]) and first.type == "cuda" \
+            and first.index is not None:
+        return first  # the common case, cheaply
     devices = {t.device for t in tensors}
     if len(devices) != 1:
         names = ", ".join(sorted(str(d) for d in devices))
@@ -27,7 +31,13 @@ def stream_of(device: torch.device) -> int:
     """The raw handle of torch's current stream on a CUDA device (0 on the CPU)."""
     if device.type != "cuda":
         return 0
+    if _raw_stream is not None:
+        return int(_raw_stream(device.index))
     return int(torch.cuda.current_stream(device).cuda_stream)
+
+
+# torch's fast accessor of the current stream handle (an int), when this build has it
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def tc_type(dtype: torch.dtype, op: str, allowed: Sequence[torch.dtype]) -> str:

@@ -22,12 +22,12 @@ __global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
 
 BLOCK = 1024
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-_kernels: dict[tuple[str, torch.dtype, int], tc.Kernel] = {}
+_kernels: dict[tuple[str, int | None, torch.dtype, int], tc.Kernel] = {}
 
 
 def kernel_for(device: torch.device, dtype: torch.dtype, block: int = BLOCK) -> tc.Kernel:
     """The add kernel for (device, dtype, BLOCK), created once."""
-    key = (str(device), dtype, block)
+    key = (device.type, device.index, dtype, block)
     k = _kernels.get(key)
     if k is None:
         defines = {"TYPE": tc_type(dtype, "tc_torch.add", DTYPES), "BLOCK": block}
@@ -85,6 +85,9 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     x, y = _check(x, y)
     device_of([x, y], "tc_torch.add")
     tc_type(x.dtype, "tc_torch.add", DTYPES)
+    if not (torch.is_grad_enabled() and (x.requires_grad or y.requires_grad)):
+        x, y = x.contiguous(), y.contiguous()  # no autograd bookkeeping when no grad is needed
+        return add_out(torch.empty_like(x, memory_format=torch.contiguous_format), x, y)
     apply: Any = _Add.apply
     out: torch.Tensor = apply(x, y)
     return out
