@@ -20,6 +20,7 @@ from tc_ir.interpreter.dtypes import bits_to_bf16, round_bf16
 from tc_ir.ir_parser import parse_module
 from tc_ir.ops import Function
 from tc_ir.printer import print_module
+from tc_ir.testing import round_trip
 from tc_ir.verifier import IRVerificationError, verify
 
 
@@ -27,8 +28,7 @@ def kernel(args: str, body: str) -> Function:
     """A verified kernel from IR text (and a check that its text round-trips)."""
     text = f'module {{\n  tc.func global @k({args}) loc("k.tc":1:1) {{\n{body}\n    tc.return\n  }}\n}}\n'
     m = parse_module(text)
-    verify(m)
-    assert print_module(parse_module(print_module(m))) == print_module(m)
+    round_trip(m)
     return m.functions[0]
 
 

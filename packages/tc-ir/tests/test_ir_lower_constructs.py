@@ -9,15 +9,14 @@ import tc_lang
 
 from tc_ir import ops as O
 from tc_ir.interpreter import interpret
-from tc_ir.lower import lower
+from tc_ir.testing import lower_source
 from tc_ir.types import F32, TileType
 from tc_ir.verifier import verify
 
 
 def lower_src(src: str, **defines: object) -> O.Module:
-    module = lower(tc_lang.frontend(src, defines))  # type: ignore[arg-type]
-    verify(module)
-    return module
+    """Lowered, verified and round-tripped through the IR text."""
+    return lower_source(src, defines)
 
 
 def ops(m: O.Module, cls: type[O.Operation]) -> list[O.Operation]:

@@ -56,3 +56,66 @@ def test_address_of_is_refused() -> None:
 def test_tile_condition_in_if_is_refused() -> None:
     e = _error("__global__ void k(int* p) {\n int r[16] = 0 ... 16;\n if (r < 4) *p = 1;\n}")
     assert e.first.location.line == 3
+
+
+def test_load_under_a_transposition_in_a_tile_conditional_is_refused() -> None:
+    # the lanes of *q are permuted before the select: c cannot mask them lane by lane
+    e = _error("""__global__ void k(float* p, float* q) {
+  int r[16] = 0 ... 16;
+  bool c[16, 16] = r[:, newaxis] < r[newaxis, :];
+  float t[16, 16] = c ? ^(*(q + r[:, newaxis] * 16 + r[newaxis, :])) : 0.0f;
+  *(p + r[:, newaxis] * 16 + r[newaxis, :]) = t;
+}""")
+    assert isinstance(e, TcLoweringError)
+    text = str(e)
+    assert e.first.location.line == 4 and "transposition" in text and "cannot mask" in text
+    assert e.first.hint is not None and "*?(" in e.first.hint
+
+
+@pytest.mark.parametrize(
+    ("inner", "word"),
+    [
+        ("(*(q + r[:, newaxis] * 16 + r[newaxis, :]))[+, :]", "subscript"),
+        ("sum16(*(q + r))", "helper 'sum16'"),
+    ],
+)
+def test_loads_under_reductions_and_helpers_in_a_tile_conditional_are_refused(inner: str, word: str) -> None:
+    e = _error(f"""__device__ float[16] sum16(float x[16]) {{ return x + 1.0f; }}
+__global__ void k(float* p, float* q) {{
+  int r[16] = 0 ... 16;
+  bool c[16] = r < 5;
+  float t[16] = c ? {inner} : 0.0f;
+  *(p + r) = t;
+}}""")
+    assert e.first.location.line == 5 and word in str(e)
+
+
+def test_smaller_store_in_a_tile_conditional_is_refused() -> None:
+    e = _error("""__global__ void k(float* p) {
+  int r[16] = 0 ... 16;
+  bool c[16, 16] = r[:, newaxis] < r[newaxis, :];
+  float t[16, 16] = c ? (*(p + r) = 1.0f) : 0.0f;
+  *(p + r[:, newaxis] * 16 + r[newaxis, :]) = t;
+}""")
+    assert e.first.location.line == 4 and "ambiguous" in str(e) and e.first.hint is not None
+
+
+def test_atomic_cas_in_a_tile_conditional_is_refused() -> None:
+    e = _error("""__global__ void k(int* p) {
+  int r[16] = 0 ... 16;
+  int t[16] = r < 4 ? atomic_cas(p + r, 0, 1) : 0;
+  *(p + r) = t;
+}""")
+    assert e.first.location.line == 3 and "atomic_cas" in str(e)
+
+
+def test_pointer_attributes_on_locals_are_refused() -> None:
+    e = _error("__global__ void k(float* p) {\n  float* q __noalias = p;\n  *q = 1.0f;\n}")
+    assert e.first.location.line == 2 and "kernel parameters only" in str(e)
+
+
+def test_value_attributes_need_integers_or_pointers_and_powers_of_two() -> None:
+    e = _error("__global__ void k(float* p) {\n  float x __multipleof(4) = 1.0f;\n  *p = x;\n}")
+    assert e.first.location.line == 2 and "integer" in str(e)  # the checker or the lowering
+    e = _error("__global__ void k(float* p) {\n  float* q __aligned(12) = p;\n  *q = 1.0f;\n}")
+    assert "power of two" in str(e)

@@ -13,7 +13,8 @@ import tc_lang
 
 from tc_ir import ops as O
 from tc_ir.interpreter import interpret
-from tc_ir.lower import lower
+from tc_ir.testing import filecheck as check_ir
+from tc_ir.testing import lower_source
 from tc_ir.printer import print_module
 from tc_ir.types import F32, I1, I32, PointerType, TileType
 from tc_ir.verifier import verify
@@ -89,22 +90,12 @@ __global__ void transpose(TYPE * X, TYPE * Y, int M, int N, int ldx, int ldy) {
 
 
 def lower_src(src: str, kernel: str | None = None, **defines: object) -> O.Module:
-    unit = tc_lang.frontend(src, defines)  # type: ignore[arg-type]
-    module = lower(unit, kernel)
-    verify(module)
-    return module
+    """Lowered, verified and round-tripped through the IR text."""
+    return lower_source(src, defines, kernel=kernel)
 
 
 def filecheck(text: str, checks: str, tmp_path: Path) -> None:
-    check_file = tmp_path / "checks.txt"
-    check_file.write_text(checks)
-    proc = subprocess.run(
-        [sys.executable, "-m", "filecheck", str(check_file)],
-        input=text,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr + "\n" + text
+    check_ir(text, checks)
 
 
 def test_vector_add_ops_and_types() -> None:
@@ -193,10 +184,11 @@ CHECK: %group_size = tc.binary {{.*}} {kind = "smin"} : i32
 CHECK: tc.binary %pid, %group_size {kind = "srem"} : i32
 CHECK: %acc = tc.constant {value = 0.0} : tile<64x64xf32>
 CHECK: tc.for {{.*}}, %K, {{.*}}, %acc, %pa, %pb : tile<64x64xf32>, tile<64x32xptr<f16>>, tile<32x64xptr<f16>>
+CHECK-NEXT: ^({{%[0-9a-z_]+}}: i32, [[ACC:%acc_?[0-9]*]]: tile<64x64xf32>,
 CHECK: tc.load {{.*}} : tile<64x32xf16>
 CHECK: tc.load {{.*}} : tile<32x64xf16>
-CHECK: [[DOT:%[0-9]+]] = tc.dot {{.*}} : tile<64x64xf32>
-CHECK: tc.binary {{.*}}, [[DOT]] {kind = "fadd"} : tile<64x64xf32>
+CHECK: tc.dot {{%[0-9]+}}, {{%[0-9]+}}, [[ACC]] {precision = "ieee"} : tile<64x64xf32>
+CHECK-NOT: "fadd"
 CHECK: tc.addptr
 CHECK: tc.addptr
 CHECK: tc.yield

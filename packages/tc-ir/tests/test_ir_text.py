@@ -77,6 +77,8 @@ def every_op_module() -> O.Module:
     e(O.AtomicRMWOp, [cnt, one], [I32], kind="add")
     e(O.AtomicCASOp, [cnt, one, n], [I32])
     e(O.BarrierOp, [], [])
+    e(O.AssumeOp, [n], [I32], multiple_of=8)
+    e(O.AssumeOp, [x], [pf], multiple_of=4, aligned=16)
     # for: body(iv, acc) -> yield
     fb = O.Block([I32, F32], ["k", "acc"])
     fe = Emit(fb)

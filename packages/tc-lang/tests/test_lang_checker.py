@@ -206,7 +206,6 @@ NEGATIVE = [
     ("int x = y + 1;", "E0301", "use of undeclared identifier 'y'", "y", "TcNameError"),
     ("int n = 1;", "E0302", "redefinition of 'n'", "n = 1", "TcNameError"),
     ("int x = foo(1);", "E0303", "call of unknown function 'foo'", "foo(1)", "TcNameError"),
-    ("float* x __frob = p;", None, None, None, None),
     ("int x = 1 + p * 2;", "E0401", "operator '*' cannot combine", "p * 2", "TcTypeError"),
     ("int x = get_program_id();", "E0402", "'get_program_id' takes 1 argument, not 0",
      "get_program_id()", "TcTypeError"),
@@ -251,7 +250,7 @@ NEGATIVE = [
 
 
 @pytest.mark.parametrize(("body", "code", "message", "at", "cls"),
-                         [c for c in NEGATIVE if c[1] is not None])
+                         NEGATIVE)
 def test_diagnostic(body: str, code: str, message: str, at: str, cls: str) -> None:
     exc, ds = diags(body, {"TM": 16})
     d = ds[0]
@@ -270,22 +269,45 @@ def test_unknown_attribute() -> None:
     assert ds[0].code == "E0307" and "unknown attribute 'frob'" in ds[0].message
 
 
-def test_function_level_diagnostics() -> None:
-    _, ds = diags("", extra="__device__ float f(float x) { return g(x); }\n"
-                            "__device__ float g(float x) { return f(x); }\n")
-    assert ds[0].code == "E0305" and "recursive call" in ds[0].message
-    _, ds = diags("k(n, p, h, q, flag);")
-    assert ds[0].code == "E0306"
-    _, ds = diags("", extra="__global__ void k(int n) {}\n")
-    assert ds[0].code == "E0304" and "redefinition of function 'k'" in ds[0].message
-    _, ds = diags("", extra="__device__ float f(float x) { if (x > 0) return x; }\n")
-    assert ds[0].code == "E0407" and "every path" in ds[0].message
-    _, ds = diags("", extra="__global__ void t(float x[16]) {}\n")
-    assert ds[0].code == "E0416"
-    _, ds = diags("float y = f(1, 2);", extra="__device__ float f(float x) { return x; }\n")
-    assert ds[0].code == "E0402"
-    _, ds = diags("float y[8] = f(p);", extra="__device__ float f(float x[8]) { return 0; }\n")
-    assert ds[0].code == "E0404"
+UNIT_NEGATIVE = [
+    # (whole source, code, message part, the text the caret points at)
+    ("__device__ float f(float x) { return g(x); }\n"
+     "__device__ float g(float x) { return f(x); }\n", "E0305",
+     "recursive call (f -> g -> f)", "f(x); }"),
+    ("__global__ void k(int n) {}\n__global__ void t() { k(1); }\n", "E0306",
+     "'k' is a __global__ kernel and cannot be called", "k(1)"),
+    ("__global__ void k(int n) {}\n__global__ void k(int m) {}\n", "E0304",
+     "redefinition of function 'k' (first defined at line 1)", "__global__ void k(int m)"),
+    ("__device__ float f(float x) {\n  if (x > 0) return x;\n}\n", "E0407",
+     "does not return a value on every path", "__device__"),
+    ("__global__ void t(float x[16]) {}\n", "E0416", "kernel parameter 'x' cannot be a tile",
+     "float x[16]"),
+    ("__device__ float f(float x) { return x; }\n__global__ void t() { float y = f(1, 2); }\n",
+     "E0402", "'f' takes 1 argument, not 2", "f(1, 2)"),
+    ("__device__ float f(float x[8]) { return 0; }\n__global__ void t(float* p) { f(p); }\n",
+     "E0404", "cannot convert pointer 'float*' to 'float' for argument 1 of 'f'", "p); }"),
+    ("__global__ int t() { }\n", "E0407", "kernel 't' must return void, not 'int'", "int t"),
+    ("__device__ float f() { return; }\n", "E0407", "'return' without a value", "return;"),
+    ("__global__ void t(float* p) { int x = exp; }\n", "E0301",
+     "use of undeclared identifier 'exp'", "exp;"),
+]
+
+
+@pytest.mark.parametrize(("src", "code", "message", "at"), UNIT_NEGATIVE)
+def test_unit_diagnostic(src: str, code: str, message: str, at: str) -> None:
+    with pytest.raises(TcCompileError) as info:
+        tc_lang.frontend(src, filename="k.tc")
+    d = info.value.first
+    assert d.code == code and message in d.message, d.render()
+    lines = src.splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if at in text)
+    assert (d.location.line, d.location.col) == (line, lines[line - 1].index(at) + 1), d.render()
+
+
+def test_exp_used_as_a_value_hints_a_call() -> None:
+    with pytest.raises(TcCompileError) as info:
+        tc_lang.frontend("__global__ void t(float* p) { int x = exp; }\n")
+    assert info.value.first.hint == "'exp' is a function; call it with ( )"
 
 
 def test_all_independent_errors_are_reported_together() -> None:
@@ -295,8 +317,19 @@ def test_all_independent_errors_are_reported_together() -> None:
 
 
 def test_no_cascade_after_a_failed_operand() -> None:
-    _, ds = diags("int a = y + 1;\n  int b = a * 2 + (y - 1);")
-    assert [d.code for d in ds] == ["E0301", "E0301"]
+    # one report per undeclared name per function; operations on failed operands stay quiet
+    _, ds = diags("int a = y + 1;\n  int b = a * 2 + (y - 1) + z;")
+    assert [(d.code, d.location.line) for d in ds] == [("E0301", 2), ("E0301", 3)]
+    assert "'z'" in ds[1].message
+
+
+def test_missing_define_hints() -> None:
+    _, ds = diags("int r[TM] = 0 ... TM;")
+    assert len(ds) == 1 and ds[0].hint == "is 'TM' a macro that needs a define (-D TM=...)?"
+    with pytest.raises(tc_lang.TcSyntaxError) as info:
+        tc_lang.frontend("__global__ void k(TYPE* p) {}", filename="k.tc")
+    assert info.value.first.message == "unknown type name 'TYPE'"
+    assert info.value.first.hint is not None and "-D TYPE=" in info.value.first.hint
 
 
 def test_hint_for_power_of_two() -> None:
@@ -322,3 +355,10 @@ def test_internal_errors_become_compile_errors(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("TC_FRONTEND_DEBUG", "1")
     with pytest.raises(KeyError):
         unit_of("int x = n;")
+
+
+def test_wrong_python_argument_types_raise_type_error() -> None:
+    with pytest.raises(TypeError, match="must be str or bytes"):
+        tc_lang.frontend(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tc_lang.parse(42)  # type: ignore[arg-type]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 import tc_lang
@@ -235,6 +237,8 @@ def test_missing_semicolon_inserted_with_warning() -> None:
         ("__global__ void k() {\n  x = (a + b)(c);\n}\n", 2, 8, "only named functions"),
         ("__global__ void k() {\n  int x = 09;\n}\n", 2, 11, "invalid integer literal '09'"),
         ("", 1, 1, "no kernel in the source"),
+        ("__global__ void k(int, float* p) {}\n", 1, 19, "parameter needs a name"),
+        ("__global__ void k(void, int n) {}\n", 1, 19, "'void' must be the only parameter"),
     ],
 )
 def test_syntax_errors(src: str, line: int, col: int, message: str) -> None:
@@ -280,3 +284,44 @@ def test_types_of_literals_after_check() -> None:
     assert [i.ty for i in inits if i is not None] == [
         INT32, UINT32, UINT32, ScalarType("fp64"), FP32, INT32, UINT64]
     assert FP16 == ScalarType("fp16")
+
+
+def test_a_new_process_loads_the_cached_tables(tmp_path: pathlib.Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TC_CACHE_DIR=str(tmp_path))
+    build = "from tc_lang import parser; parser.get_parser()"
+    load = (
+        "import tc_lang\n"
+        "from tc_lang import parser\n"
+        "def boom(*a, **k):\n"
+        "    raise SystemExit('tables were rebuilt')\n"
+        "parser.yacc.LRGeneratedTable = boom\n"
+        "parser.get_parser()\n"
+        "print(tc_lang.parse('__global__ void k() {}').functions[0].name)\n"
+    )
+    subprocess.run([sys.executable, "-c", build], env=env, check=True)
+    assert list((tmp_path / "parser").glob("tc_lang_parser_*.pickle"))
+    out = subprocess.run([sys.executable, "-c", load], env=env, check=True,
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "k"
+
+
+@pytest.mark.parametrize("first", ["ply.lex", "pcpp"])
+def test_no_table_files_whichever_ply_is_imported_first(tmp_path: pathlib.Path,
+                                                        first: str) -> None:
+    # pcpp ships its own PLY and puts it first on sys.path while importing; both copies must
+    # leave the source tree (and pcpp's folder) alone.
+    import os
+    import subprocess
+    import sys
+
+    src_dir = pathlib.Path(tc_lang.__file__).parent
+    code = (f"import {first}\nimport tc_lang\n"
+            "tc_lang.frontend('__global__ void k(float* p) { *p = 1; }')\n")
+    env = dict(os.environ, TC_CACHE_DIR=str(tmp_path))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=tmp_path)
+    assert not list(src_dir.glob("*tab*.py"))
+    assert not [p for p in tmp_path.iterdir() if p.name != "parser"]

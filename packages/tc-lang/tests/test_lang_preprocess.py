@@ -165,3 +165,21 @@ def test_parse_without_preprocessing_explains_directives() -> None:
     with pytest.raises(tc_lang.TcSyntaxError) as info:
         tc_lang.parse("#define A 1\n__global__ void k() {}\n")
     assert "tc_lang.preprocess" in info.value.first.message
+
+
+def test_recursive_include(tmp_path: Path) -> None:
+    main = tmp_path / "self.tc"
+    src = '#include "self.tc"\n__global__ void k() {}\n'
+    main.write_text(src)
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(src, filename=str(main))
+    assert info.value.first.code == "E0109"
+    assert "include itself" in info.value.first.message
+
+
+def test_misplaced_endif() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess("x\n  #endif\n", filename="k.tc")
+    d = info.value.first
+    assert d.code == "E0101" and d.message == "misplaced #endif"
+    assert (d.location.line, d.location.col) == (2, 3)

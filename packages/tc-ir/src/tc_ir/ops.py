@@ -119,6 +119,8 @@ class Operation:
     NAME: ClassVar[str] = ""
     #: Ops with effects besides their results (memory, barriers, control flow terminators).
     HAS_SIDE_EFFECTS: ClassVar[bool] = False
+    #: Attributes printed even at their default value (choices the text must always show).
+    ALWAYS_PRINTED: ClassVar[frozenset[str]] = frozenset()
 
     operands: list[Value] = attrs.field(factory=list)
     results: list[OpResult] = attrs.field(factory=list)
@@ -400,6 +402,7 @@ class DotOp(Operation):
     precision: "ieee" (exact fp32) or "tf32" (tensor cores for fp32 inputs)."""
 
     NAME = "tc.dot"
+    ALWAYS_PRINTED = frozenset({"precision"})
     precision: str = "ieee"
 
 
@@ -571,3 +574,79 @@ class AssumeOp(Operation):
     NAME = "tc.assume"
     multiple_of: int = 1
     aligned: int = 1
+
+
+# --- shared memory and asynchronous copies (GPU level, inserted by tc-opt's dot staging and
+# --- software pipelining; the interpreter does not run them) -------------------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class LocalAllocOp(Operation):
+    """A shared-memory buffer: result tile<..., #shared>. With an operand (a register tile of the
+    same shape and element) the buffer starts with its contents; without, it is uninitialized (the
+    multi-stage buffers of a pipelined loop, shape [num_stages, ...]). Each op is a distinct buffer,
+    so it counts as having side effects (never merged by CSE)."""
+
+    NAME = "tc.local_alloc"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class LocalSubviewOp(Operation):
+    """operands: buffer tile<S x ..., #shared>, index i32 -> the index-th slice along dimension 0
+    (a view of the same memory, rank one less)."""
+
+    NAME = "tc.local_subview"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class LocalTransOp(Operation):
+    """A shared tile viewed with its dimensions permuted (result dim i is source dim perm[i]):
+    no data moves; readers pick the access pattern from the Shared layout's order."""
+
+    NAME = "tc.local_trans"
+    perm: tuple[int, ...] = attrs.field(converter=tuple)
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class LocalLoadOp(Operation):
+    """Read a shared tile into registers (result: a distributed or DotOperand layout; ldmatrix
+    for tensor-core operands). Ordered against writes by barriers, so never moved or merged."""
+
+    NAME = "tc.local_load"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class AsyncCopyOp(Operation):
+    """operands: ptr tile (global), dst shared tile of the same shape [, mask]. Starts copying
+    each element from global to shared memory (cp.async); masked-off elements are zero-filled
+    and read nothing. Complete only after async_commit_group + async_wait."""
+
+    NAME = "tc.async_copy"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class AsyncCommitGroupOp(Operation):
+    """Close the group of this thread's async copies issued since the last commit."""
+
+    NAME = "tc.async_commit_group"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class AsyncWaitOp(Operation):
+    """Wait until at most `pending` of this thread's committed copy groups are still in flight
+    (a barrier must follow before other threads' copies may be read)."""
+
+    NAME = "tc.async_wait"
+    HAS_SIDE_EFFECTS = True
+    pending: int = 0

@@ -119,7 +119,9 @@ def _non_default_attributes(op: Operation) -> dict[str, Any]:
             continue
         value = getattr(op, f.name)
         default = f.default
-        if default is not attrs.NOTHING and not isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        if f.name in op.ALWAYS_PRINTED:
+            pass
+        elif default is not attrs.NOTHING and not isinstance(default, attrs.Factory):  # type: ignore[arg-type]
             if type(value) is type(default) and value == default:
                 continue
         out[f.name] = value

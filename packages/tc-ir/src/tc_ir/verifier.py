@@ -382,6 +382,73 @@ def _convert_layout(op: O.ConvertLayoutOp) -> None:
     _check(_same_shape(src, t) and element_of(src) == element_of(t), f"convert_layout changes the tile: {src} -> {t}")
 
 
+def _shared(t: IRType, what: str) -> TileType:
+    _check(isinstance(t, TileType) and isinstance(t.layout, Shared), f"{what} must be a shared tile, not {t}")
+    assert isinstance(t, TileType)
+    return t
+
+
+@_rule(O.LocalAllocOp)
+def _local_alloc(op: O.LocalAllocOp) -> None:
+    _count(op, (0, 1), 1)
+    t = _shared(op.results[0].type, "the result")
+    if op.operands:
+        src = op.operands[0].type
+        _check(isinstance(src, TileType) and src.shape == t.shape and src.element == t.element,
+               f"local_alloc of {src} into {t}")
+
+
+@_rule(O.LocalSubviewOp)
+def _local_subview(op: O.LocalSubviewOp) -> None:
+    _count(op, 2, 1)
+    src = _shared(op.operands[0].type, "the buffer")
+    t = _shared(op.results[0].type, "the result")
+    _check(op.operands[1].type == I32, f"subview index must be i32, not {op.operands[1].type}")
+    _check(t.shape == src.shape[1:] and t.element == src.element, f"subview of {src} gives {t}")
+
+
+@_rule(O.LocalTransOp)
+def _local_trans(op: O.LocalTransOp) -> None:
+    _count(op, 1, 1)
+    src = _shared(op.operands[0].type, "the source")
+    t = _shared(op.results[0].type, "the result")
+    _check(sorted(op.perm) == list(range(src.rank)), f"bad permutation {list(op.perm)}")
+    _check(t.shape == tuple(src.shape[p] for p in op.perm) and t.element == src.element,
+           f"local_trans {list(op.perm)} of {src} gives {t}")
+
+
+@_rule(O.LocalLoadOp)
+def _local_load(op: O.LocalLoadOp) -> None:
+    _count(op, 1, 1)
+    src = _shared(op.operands[0].type, "the source")
+    t = op.results[0].type
+    _check(isinstance(t, TileType) and t.shape == src.shape and t.element == src.element
+           and not isinstance(t.layout, Shared), f"local_load of {src} gives {t}")
+
+
+@_rule(O.AsyncCopyOp)
+def _async_copy(op: O.AsyncCopyOp) -> None:
+    _count(op, (2, 3), 0)
+    ptr = op.operands[0].type
+    dst = _shared(op.operands[1].type, "the destination")
+    _check(isinstance(ptr, TileType) and isinstance(ptr.element, PointerType)
+           and ptr.shape == dst.shape and ptr.element.pointee == dst.element,
+           f"async_copy from {ptr} into {dst}")
+    if len(op.operands) == 3:
+        _check(_mask_ok(op.operands[2].type, ptr), f"mask {op.operands[2].type} for {ptr}")
+
+
+@_rule(O.AsyncCommitGroupOp)
+def _async_commit(op: O.AsyncCommitGroupOp) -> None:
+    _count(op, 0, 0)
+
+
+@_rule(O.AsyncWaitOp)
+def _async_wait(op: O.AsyncWaitOp) -> None:
+    _count(op, 0, 0)
+    _check(isinstance(op.pending, int) and op.pending >= 0, f"pending must be >= 0, not {op.pending!r}")
+
+
 def _yield_types(block: O.Block, term: type[O.Operation]) -> list[IRType]:
     last = block.terminator
     _check(isinstance(last, term), f"region must end with {term.NAME}")

@@ -112,6 +112,7 @@ class Checker:
         self.calls: dict[str, list[tuple[str, Location]]] = {}
         self.function: Signature | None = None
         self.loop_depth = 0
+        self.undeclared: set[str] = set()
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -296,6 +297,7 @@ class Checker:
         if sig is None or sig.loc != f.loc:
             sig = Signature(f.name, f.kind, [], None, f.loc)
         self.function = sig
+        self.undeclared = set()
         self.calls.setdefault(f.name, [])
         ret = self.resolve_type(f.return_type, f.name, allow_void=True)
         if f.kind == "global" and ret is not None and ret != ScalarType("void"):
@@ -585,14 +587,18 @@ class Checker:
     def x_Name(self, e: ast.Name) -> ast.Expr:
         sym = self.lookup(e.name)
         if sym is None:
+            # Reported once per function (clang does the same), later uses stay quiet.
+            if e.name in self.undeclared:
+                return self.typed(e, None)
+            self.undeclared.add(e.name)
             hint = None
             close = difflib.get_close_matches(e.name, self._names(), n=1)
-            if close:
-                hint = f"did you mean '{close[0]}'?"
-            elif e.name in self.signatures or is_builtin(e.name):
+            if e.name in self.signatures or is_builtin(e.name):
                 hint = f"'{e.name}' is a function; call it with ( )"
-            elif e.name.isupper():
-                hint = f"is '{e.name}' a macro that needs a -D define?"
+            elif e.name.isupper() and len(e.name) > 1:
+                hint = f"is '{e.name}' a macro that needs a define (-D {e.name}=...)?"
+            elif close:
+                hint = f"did you mean '{close[0]}'?"
             self.name_error("E0301", f"use of undeclared identifier '{e.name}'", e.loc, hint)
             return self.typed(e, None)
         if sym.kind == "poison":
@@ -630,8 +636,6 @@ class Checker:
         if isinstance(el, ScalarType) and el.is_void:
             self.type_error("E0413", f"operator '{op}' cannot apply to a void value", e.loc)
             return self.typed(new, None)
-        if op in ("-", "+") and isinstance(el, ScalarType) and el.is_bool:
-            pass
         try:
             rt = unary_type(op, t)
         except RuleError as err:
@@ -1104,8 +1108,11 @@ class Checker:
                 return self.typed(e, None)
             const = None
             if all(a.const is not None for a in args) and not shape:
-                x, y = (consts.convert(a.const, el2) for a in args)  # type: ignore[arg-type]
-                const = min(x, y) if name == "min" else max(x, y)
+                try:
+                    x, y = (consts.convert(a.const, el2) for a in args)  # type: ignore[arg-type]
+                    const = min(x, y) if name == "min" else max(x, y)
+                except consts.FoldError:
+                    const = None
             return self.typed(e, with_shape(el2, shape), const)
         if name == "fma":
             el3 = self.numeric_common(args, name)

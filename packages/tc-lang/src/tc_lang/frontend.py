@@ -14,7 +14,7 @@ from . import ast
 from .checker import check as _check
 from .diagnostics import Category, Diagnostic, Location, TcCompileError, TcSyntaxError
 from .parser import parse as _parse
-from .preprocessor import DefineValue, Preprocessed
+from .preprocessor import ArgumentTypeError, DefineValue, Preprocessed
 from .preprocessor import preprocess as _preprocess
 
 P = ParamSpec("P")
@@ -38,7 +38,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except TcCompileError:
+        except (TcCompileError, ArgumentTypeError):
             raise
         except RecursionError:
             if os.environ.get("TC_FRONTEND_DEBUG") == "1":

@@ -64,8 +64,16 @@ def _loc(p: Any, i: int) -> Location:
     return loc if loc is not None else UNKNOWN_LOCATION
 
 
+def _join(a: Location, b: Location) -> Location:
+    """The range from a to b; it keeps a's macro only if b comes from the same invocation."""
+    loc = a.to(b)
+    if a.macro is not None and (b.macro != a.macro or (b.line, b.col) != (a.line, a.col)):
+        loc = Location(loc.file, loc.line, loc.col, loc.end_line, loc.end_col)
+    return loc
+
+
 def _span(p: Any, i: int, j: int) -> Location:
-    return _loc(p, i).to(_loc(p, j))
+    return _join(_loc(p, i), _loc(p, j))
 
 
 class Grammar:
@@ -112,7 +120,7 @@ class Grammar:
             raise GrammarError(
                 "a function cannot be both __global__ and __device__", loc, "E0204"
             )
-        p[0] = self._function(p, kind, p[2], 3, p[5], p[7], loc.to(p[7].loc))
+        p[0] = self._function(p, kind, p[2], 3, p[5], p[7], _join(loc, p[7].loc))
 
     def p_function_definition_2(self, p: Any) -> None:
         """function_definition : type_name ID LPAREN parameter_list RPAREN compound_statement"""
@@ -132,7 +140,7 @@ class Grammar:
     def p_function_specifiers(self, p: Any) -> None:
         """function_specifiers : function_specifier
         | function_specifiers function_specifier"""
-        p[0] = (p[1][0] + p[2][0], p[1][1].to(p[2][1])) if len(p) == 3 else p[1]
+        p[0] = (p[1][0] + p[2][0], _join(p[1][1], p[2][1])) if len(p) == 3 else p[1]
 
     def p_function_specifier(self, p: Any) -> None:
         """function_specifier : GLOBAL
@@ -146,10 +154,11 @@ class Grammar:
     def p_parameter_list_1(self, p: Any) -> None:
         """parameter_list : parameter_declaration_list"""
         params = p[1]
-        if len(params) == 1 and params[0] is None:
+        voids = [x for x in params if isinstance(x, Location)]
+        if len(params) == 1 and voids:
             p[0] = []
-        elif any(x is None for x in params):
-            raise GrammarError("'void' must be the only parameter", _loc(p, 1), "E0205")
+        elif voids:
+            raise GrammarError("'void' must be the only parameter", voids[0], "E0205")
         else:
             p[0] = params
 
@@ -166,17 +175,17 @@ class Grammar:
         """parameter_declaration : specifier_list declarator attribute_list_opt"""
         specs: _Specs = p[1]
         d: _Declarator = p[2]
-        tn = self._typename(specs, d.pointers, d.quals, d.dims, specs.loc.to(d.loc))
-        loc = specs.loc.to(d.loc)
+        tn = self._typename(specs, d.pointers, d.quals, d.dims, _join(specs.loc, d.loc))
+        loc = _join(specs.loc, d.loc)
         if p[3]:
-            loc = loc.to(p[3][-1].loc)
+            loc = _join(loc, p[3][-1].loc)
         p[0] = ast.Param(name=d.name, type=tn, attributes=tuple(p[3]), loc=loc)
 
     def p_parameter_declaration_2(self, p: Any) -> None:
         """parameter_declaration : specifier_list"""
         specs: _Specs = p[1]
         if specs.words == ["void"] and not specs.qualifiers:
-            p[0] = None
+            p[0] = specs.loc  # a `(void)` parameter list
         else:
             raise GrammarError("parameter needs a name", specs.loc, "E0205")
 
@@ -232,7 +241,7 @@ class Grammar:
         | specifier_list type_qualifier"""
         specs: _Specs = p[1]
         word, loc = p[2]
-        specs.loc = specs.loc.to(loc)
+        specs.loc = _join(specs.loc, loc)
         self._add_spec(specs, word)
         p[0] = specs
 
@@ -271,7 +280,7 @@ class Grammar:
         | TIMES type_qualifier_list pointer"""
         inner = p[len(p) - 1]
         quals = p[2] if len(p) == 4 else []
-        p[0] = (inner[0] + 1, quals + inner[1], _loc(p, 1).to(inner[2]))
+        p[0] = (inner[0] + 1, quals + inner[1], _join(_loc(p, 1), inner[2]))
 
     def p_type_qualifier_list(self, p: Any) -> None:
         """type_qualifier_list : type_qualifier
@@ -296,17 +305,17 @@ class Grammar:
     def p_type_name_2(self, p: Any) -> None:
         """type_name : specifier_list pointer"""
         ptr = p[2]
-        p[0] = self._typename(p[1], ptr[0], ptr[1], None, p[1].loc.to(ptr[2]))
+        p[0] = self._typename(p[1], ptr[0], ptr[1], None, _join(p[1].loc, ptr[2]))
 
     def p_type_name_3(self, p: Any) -> None:
         """type_name : specifier_list tile_dims"""
         dims = p[2]
-        p[0] = self._typename(p[1], 0, [], dims[0], p[1].loc.to(dims[1]))
+        p[0] = self._typename(p[1], 0, [], dims[0], _join(p[1].loc, dims[1]))
 
     def p_type_name_4(self, p: Any) -> None:
         """type_name : specifier_list pointer tile_dims"""
         ptr, dims = p[2], p[3]
-        p[0] = self._typename(p[1], ptr[0], ptr[1], dims[0], p[1].loc.to(dims[1]))
+        p[0] = self._typename(p[1], ptr[0], ptr[1], dims[0], _join(p[1].loc, dims[1]))
 
     @staticmethod
     def _typename(
@@ -334,7 +343,7 @@ class Grammar:
         specs: _Specs = p[1]
         decls = []
         for d, attributes, init, loc in p[2]:
-            tn = self._typename(specs, d.pointers, d.quals, d.dims, specs.loc.to(d.loc))
+            tn = self._typename(specs, d.pointers, d.quals, d.dims, _join(specs.loc, d.loc))
             decls.append(
                 ast.Decl(name=d.name, type=tn, init=init, attributes=tuple(attributes), loc=loc)
             )
@@ -348,19 +357,19 @@ class Grammar:
     def p_init_declarator_1(self, p: Any) -> None:
         """init_declarator : declarator attribute_list_opt"""
         d = p[1]
-        loc = d.loc.to(p[2][-1].loc) if p[2] else d.loc
+        loc = _join(d.loc, p[2][-1].loc) if p[2] else d.loc
         p[0] = (d, p[2], None, loc)
 
     def p_init_declarator_2(self, p: Any) -> None:
         """init_declarator : declarator attribute_list_opt EQUALS assignment_expression"""
         d = p[1]
-        p[0] = (d, p[2], p[4], d.loc.to(p[4].loc))
+        p[0] = (d, p[2], p[4], _join(d.loc, p[4].loc))
 
     def p_declarator_1(self, p: Any) -> None:
         """declarator : ID
         | ID tile_dims"""
         dims = p[2] if len(p) == 3 else None
-        loc = _loc(p, 1).to(dims[1]) if dims else _loc(p, 1)
+        loc = _join(_loc(p, 1), dims[1]) if dims else _loc(p, 1)
         p[0] = _Declarator(p[1], 0, [], dims[0] if dims else None, loc)
 
     def p_declarator_2(self, p: Any) -> None:
@@ -368,7 +377,7 @@ class Grammar:
         | pointer ID tile_dims"""
         ptr = p[1]
         dims = p[3] if len(p) == 4 else None
-        loc = ptr[2].to(dims[1]) if dims else ptr[2].to(_loc(p, 2))
+        loc = _join(ptr[2], dims[1]) if dims else _join(ptr[2], _loc(p, 2))
         p[0] = _Declarator(p[2], ptr[0], ptr[1], dims[0] if dims else None, loc)
 
     # ------------------------------------------------------------------------ statements
@@ -464,7 +473,7 @@ class Grammar:
         # Flattened: `(a, b), c` means the same as `a, b, c`.
         left = p[1]
         exprs = left.exprs + (p[3],) if isinstance(left, ast.Comma) else (left, p[3])
-        p[0] = ast.Comma(exprs=exprs, loc=left.loc.to(p[3].loc))
+        p[0] = ast.Comma(exprs=exprs, loc=_join(left.loc, p[3].loc))
 
     def p_assignment_expression_1(self, p: Any) -> None:
         """assignment_expression : conditional_expression"""
@@ -472,7 +481,7 @@ class Grammar:
 
     def p_assignment_expression_2(self, p: Any) -> None:
         """assignment_expression : unary_expression assignment_operator assignment_expression"""
-        p[0] = ast.Assign(op=p[2], target=p[1], value=p[3], loc=p[1].loc.to(p[3].loc))
+        p[0] = ast.Assign(op=p[2], target=p[1], value=p[3], loc=_join(p[1].loc, p[3].loc))
 
     def p_assignment_operator(self, p: Any) -> None:
         """assignment_operator : EQUALS
@@ -495,7 +504,7 @@ class Grammar:
     def p_conditional_expression_2(self, p: Any) -> None:
         """conditional_expression : binary_expression CONDOP expression COLON conditional_expression"""
         p[0] = ast.Conditional(
-            cond=p[1], then=p[3], otherwise=p[5], loc=p[1].loc.to(p[5].loc)
+            cond=p[1], then=p[3], otherwise=p[5], loc=_join(p[1].loc, p[5].loc)
         )
 
     def p_binary_expression_1(self, p: Any) -> None:
@@ -522,11 +531,11 @@ class Grammar:
         | binary_expression LAND binary_expression
         | binary_expression LOR binary_expression
         | binary_expression AT binary_expression"""
-        p[0] = ast.Binary(op=p[2], left=p[1], right=p[3], loc=p[1].loc.to(p[3].loc))
+        p[0] = ast.Binary(op=p[2], left=p[1], right=p[3], loc=_join(p[1].loc, p[3].loc))
 
     def p_binary_expression_3(self, p: Any) -> None:
         """binary_expression : binary_expression ELLIPSIS binary_expression"""
-        p[0] = ast.Range(start=p[1], end=p[3], loc=p[1].loc.to(p[3].loc))
+        p[0] = ast.Range(start=p[1], end=p[3], loc=_join(p[1].loc, p[3].loc))
 
     def p_cast_expression_1(self, p: Any) -> None:
         """cast_expression : unary_expression"""
@@ -534,7 +543,7 @@ class Grammar:
 
     def p_cast_expression_2(self, p: Any) -> None:
         """cast_expression : LPAREN type_name RPAREN cast_expression"""
-        p[0] = ast.Cast(type=p[2], operand=p[4], loc=_loc(p, 1).to(p[4].loc))
+        p[0] = ast.Cast(type=p[2], operand=p[4], loc=_join(_loc(p, 1), p[4].loc))
 
     def p_unary_expression_1(self, p: Any) -> None:
         """unary_expression : postfix_expression"""
@@ -544,7 +553,7 @@ class Grammar:
         """unary_expression : PLUSPLUS unary_expression
         | MINUSMINUS unary_expression"""
         op = "pre++" if p[1] == "++" else "pre--"
-        p[0] = ast.Unary(op=op, operand=p[2], loc=_loc(p, 1).to(p[2].loc))
+        p[0] = ast.Unary(op=op, operand=p[2], loc=_join(_loc(p, 1), p[2].loc))
 
     def p_unary_expression_3(self, p: Any) -> None:
         """unary_expression : AND cast_expression
@@ -553,19 +562,19 @@ class Grammar:
         | NOT cast_expression
         | LNOT cast_expression
         | XOR cast_expression"""
-        p[0] = ast.Unary(op=p[1], operand=p[2], loc=_loc(p, 1).to(p[2].loc))
+        p[0] = ast.Unary(op=p[1], operand=p[2], loc=_join(_loc(p, 1), p[2].loc))
 
     def p_unary_expression_4(self, p: Any) -> None:
         """unary_expression : TIMES cast_expression"""
-        p[0] = ast.Deref(pointer=p[2], loc=_loc(p, 1).to(p[2].loc))
+        p[0] = ast.Deref(pointer=p[2], loc=_join(_loc(p, 1), p[2].loc))
 
     def p_unary_expression_5(self, p: Any) -> None:
         """unary_expression : TIMES CONDOP LPAREN expression RPAREN cast_expression"""
-        p[0] = ast.Deref(pointer=p[6], mask=p[4], loc=_loc(p, 1).to(p[6].loc))
+        p[0] = ast.Deref(pointer=p[6], mask=p[4], loc=_join(_loc(p, 1), p[6].loc))
 
     def p_unary_expression_6(self, p: Any) -> None:
         """unary_expression : SIZEOF unary_expression"""
-        p[0] = ast.SizeOf(operand=p[2], loc=_loc(p, 1).to(p[2].loc))
+        p[0] = ast.SizeOf(operand=p[2], loc=_join(_loc(p, 1), p[2].loc))
 
     def p_unary_expression_7(self, p: Any) -> None:
         """unary_expression : SIZEOF LPAREN type_name RPAREN"""
@@ -577,7 +586,7 @@ class Grammar:
 
     def p_postfix_expression_2(self, p: Any) -> None:
         """postfix_expression : postfix_expression LBRACKET subscript_list RBRACKET"""
-        p[0] = ast.Subscript(base=p[1], items=tuple(p[3]), loc=p[1].loc.to(_loc(p, 4)))
+        p[0] = ast.Subscript(base=p[1], items=tuple(p[3]), loc=_join(p[1].loc, _loc(p, 4)))
 
     def p_postfix_expression_3(self, p: Any) -> None:
         """postfix_expression : postfix_expression LPAREN argument_list RPAREN"""
@@ -587,13 +596,13 @@ class Grammar:
                 "only named functions can be called", func.loc, "E0207",
                 hint="call a built-in or a __device__ function by its name",
             )
-        p[0] = ast.Call(func=func.name, args=tuple(p[3]), loc=func.loc.to(_loc(p, 4)))
+        p[0] = ast.Call(func=func.name, args=tuple(p[3]), loc=_join(func.loc, _loc(p, 4)))
 
     def p_postfix_expression_4(self, p: Any) -> None:
         """postfix_expression : postfix_expression PLUSPLUS
         | postfix_expression MINUSMINUS"""
         op = "post++" if p[2] == "++" else "post--"
-        p[0] = ast.Unary(op=op, operand=p[1], loc=p[1].loc.to(_loc(p, 2)))
+        p[0] = ast.Unary(op=op, operand=p[1], loc=_join(p[1].loc, _loc(p, 2)))
 
     def p_argument_list(self, p: Any) -> None:
         """argument_list : argument_expression_list
@@ -621,7 +630,7 @@ class Grammar:
 
     def p_subscript_item_2(self, p: Any) -> None:
         """subscript_item : XOR cast_expression"""
-        p[0] = ast.SubscriptItem(kind="^", value=p[2], loc=_loc(p, 1).to(p[2].loc))
+        p[0] = ast.SubscriptItem(kind="^", value=p[2], loc=_join(_loc(p, 1), p[2].loc))
 
     def p_primary_expression_1(self, p: Any) -> None:
         """primary_expression : ID"""

@@ -326,7 +326,16 @@ def _syntax_error(
             msg = f"expected {expected} before {_describe(tok)}"
         else:
             msg = f"unexpected {_describe(tok)}"
-        if tok.type == "ID" and index > 0 and toks[index - 1].type == "LBRACKET":
+        if tok.type == "ID" and ("TYPEKW" in e.expected or "INT" in e.expected) and not (
+            "ID" in e.expected
+        ):
+            msg = f"unknown type name '{tok.value}'"
+            if tok.value.isupper():
+                hint = f"is '{tok.value}' a macro that needs a define (-D {tok.value}=float)?"
+            else:
+                hint = ("types are bool, char, short, int, long, unsigned ..., int8..uint64, "
+                        "half, bf16, float, double")
+        elif tok.type == "ID" and index > 0 and toks[index - 1].type == "LBRACKET":
             hint = ("tile subscripts take ':', 'newaxis', '+', '-', 'max', 'min' or '^k'; "
                     "there is no C indexing: write *(p + i)")
         elif expected == "';'" and index > 0 and toks[index - 1].lineno < tok.lineno:

@@ -24,6 +24,7 @@ from .diagnostics import Category, Diagnostic, Location, TcPreprocessorError
 DefineValue = str | int | float | bool | object
 
 _LEXER: Any = None
+MAX_INCLUDE_DEPTH = 40
 
 
 def _lexer() -> Any:
@@ -119,10 +120,17 @@ _DTYPE_NAMES = {
 }
 
 
+class ArgumentTypeError(TypeError):
+    """The caller passed a Python value of the wrong type (a programming error, not a source
+    error): raised as is, never turned into a diagnostic."""
+
+
 def decode_source(source: str | bytes, filename: str) -> str:
     """The source as text; undecodable bytes are a preprocessor error at their position."""
     if isinstance(source, str):
         return source
+    if not isinstance(source, (bytes, bytearray)):
+        raise ArgumentTypeError(f"kernel source must be str or bytes, not {type(source).__name__}")
     try:
         return source.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -214,6 +222,14 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         self.tc_last = (directive.source, directive.lineno)
         if directive.value == "include":
             self.tc_include_at = self.tc_last
+            if self.include_depth >= MAX_INCLUDE_DEPTH:
+                from pcpp.parser import Action, OutputDirective
+
+                if not any(d.code == "E0109" for d in self.tc_diags):
+                    self.tc_error("E0109", directive.source, directive.lineno, 0,
+                                  f"#include nested more than {MAX_INCLUDE_DEPTH} deep "
+                                  "(does a file include itself?)")
+                raise OutputDirective(Action.IgnoreAndRemove)
         return True
 
     def on_directive_unknown(

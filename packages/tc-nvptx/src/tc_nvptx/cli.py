@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 
@@ -47,6 +48,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", dest="output", help="write here instead of stdout (required for cubin)")
     p.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
     p.add_argument("--after", metavar="PASS", help="emit the IR after this pass instead")
+    p.add_argument("--time-passes", action="store_true",
+                   help="print the time of every compiler stage and pass on stderr")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print ptxas's resource report (registers, spills, shared memory) on stderr")
     return p
 
 
@@ -76,20 +81,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         return _fail(f"tcc: error: cannot read {args.file}: {exc.strerror}")
     try:
+        start = time.perf_counter()
         module = frontend_module(source, dict(args.defines), args.kernel, filename)
+        front = time.perf_counter() - start
         if args.emit == "ir" and not args.after:
             from tc_opt.pass_manager import module_text
 
             return _write(args.output, module_text(module))
+        if args.emit == "cubin" and not args.output:
+            return _fail("tcc: error: --emit=cubin needs -o FILE")
+        wants_cubin = args.emit == "cubin" or args.verbose
         kernel = compile_module(module, options, assemble_cubin=False, stop_after=args.after)
+        kernel.timings = {"front end (preprocess, parse, check, lower)": front, **kernel.timings}
+        if wants_cubin:
+            start = time.perf_counter()
+            cubin, info = assemble(kernel.ptx, args.arch)
+            kernel.timings["ptxas"] = time.perf_counter() - start
+            if args.verbose:
+                sys.stderr.write(info.log.strip() + "\n")
+        if args.time_passes:
+            sys.stderr.write(kernel.timing_report())
         if args.after:
             if "after" not in kernel.asm:
                 return _fail(f"tcc: error: no pass named {args.after!r} in the pipeline")
             return _write(args.output, kernel.asm["after"])
         if args.emit == "cubin":
-            if not args.output:
-                return _fail("tcc: error: --emit=cubin needs -o FILE")
-            cubin, _info = assemble(kernel.ptx, args.arch)
             with open(args.output, "wb") as fh:
                 fh.write(cubin)
             return 0

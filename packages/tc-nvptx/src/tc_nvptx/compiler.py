@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 from tc_ir.ops import Module
 from tc_opt.options import CompileOptions
-from tc_opt.pass_manager import module_text
+from tc_opt.pass_manager import format_timings, module_text
 from tc_opt.pipeline import gpu_pipeline
+from tc_opt.resources import check_registers, check_shared
 
 from .emit import emit_ptx, llvm_text
 from .lower_module import lower_to_llvm
@@ -37,6 +39,12 @@ class CompiledKernel:
     spills: int = 0
     num_stages: int = 3
     asm: dict[str, str] = attrs.field(factory=dict)
+    #: Wall time of each compiler stage and pass, in seconds (not part of the on-disk metadata).
+    timings: dict[str, float] = attrs.field(factory=dict)
+
+    def timing_report(self) -> str:
+        """The per-stage and per-pass times as a table (what `tcc --time-passes` prints)."""
+        return format_timings(self.timings, f"compile times of {self.name} for {self.arch}")
 
     @property
     def threads(self) -> int:
@@ -102,11 +110,14 @@ def compile_module(
     assemble_cubin: bool = True,
     stop_after: str | None = None,
 ) -> CompiledKernel:
-    """Compile tile IR (one kernel) to a CompiledKernel."""
+    """Compile tile IR (one kernel) to a CompiledKernel. A configuration that needs more shared
+    memory or registers than `options.arch` has raises `tc_opt.ResourceLimitError` (a
+    TcResourceError: the auto-tuner skips such configurations)."""
     options = options or CompileOptions()
     if len(module.functions) != 1:
         raise ValueError(f"expected one kernel in the module, found {len(module.functions)}")
     f = module.functions[0]
+    timings: dict[str, float] = {}
     asm: dict[str, str] = {"ir": module_text(module)}
     signature = [str(a.type) for a in f.args]
     arg_names = list(f.arg_names) or [a.name_hint or f"arg{i}" for i, a in enumerate(f.args)]
@@ -114,12 +125,18 @@ def compile_module(
     if stop_after is not None:
         pm.keep_after.add(stop_after)
     pm.run(module)
+    timings.update({f"pass {k}": v for k, v in pm.timings.items()})
     asm["ir-gpu"] = module_text(module)
     if stop_after is not None and stop_after in pm.snapshots:
         asm["after"] = pm.snapshots[stop_after]
+    start = time.perf_counter()
     llmod = lower_to_llvm(module, options)
     asm["llvm"] = llvm_text(llmod, options.num_warps)
+    timings["lower to LLVM IR"] = time.perf_counter() - start
+    check_shared(int(module.attributes.get("shared_bytes", 0)), options, f.loc)
+    start = time.perf_counter()
     ptx = emit_ptx(asm["llvm"], options.arch)
+    timings["LLVM O3 + PTX emission"] = time.perf_counter() - start
     asm["ptx"] = ptx
     kernel = CompiledKernel(
         name=f.name,
@@ -132,12 +149,16 @@ def compile_module(
         num_stages=options.num_stages,
         shared_bytes=int(module.attributes.get("shared_bytes", 0)),
         asm=asm,
+        timings=timings,
     )
     if assemble_cubin and find_ptxas() is not None:
+        start = time.perf_counter()
         cubin, info = assemble(ptx, options.arch)
+        timings["ptxas"] = time.perf_counter() - start
         kernel.cubin = cubin
         kernel.registers = info.registers
         kernel.spills = info.spills
+        check_registers(info.registers, options.num_warps, options.arch, f.loc)
     return kernel
 
 
@@ -151,8 +172,12 @@ def compile(  # noqa: A001 - the name the contract gives it
     assemble_cubin: bool = True,
 ) -> CompiledKernel:
     """Compile Triton-C source to PTX (and a cubin when ptxas is on the PATH)."""
+    start = time.perf_counter()
     module = frontend_module(source, defines, kernel, filename)
-    return compile_module(module, options, assemble_cubin=assemble_cubin)
+    front = time.perf_counter() - start
+    compiled = compile_module(module, options, assemble_cubin=assemble_cubin)
+    compiled.timings = {"front end (preprocess, parse, check, lower)": front, **compiled.timings}
+    return compiled
 
 
 __all__ = ["CompiledKernel", "PtxasError", "compile", "compile_module", "frontend_module"]

@@ -142,10 +142,16 @@ class Ctx:
         if key not in self._bases:
             e = self.eb
             t = self.lane_part(d.lane_stride, d.tpw) if d.tpw > 1 else ir.Constant(I32, 0)
-            if d.wpc > 1:
-                w = self.warp_part(d.warp_stride, d.wpc)
-                t = e.add(e.mul(w, ir.Constant(I32, d.tpw)), t)
-            v = e.mul(t, ir.Constant(I32, d.spt)) if d.spt > 1 else t
+            if d.warp_step:  # tensor-core layouts (mma_layout)
+                v = e.mul(t, ir.Constant(I32, d.spt)) if d.spt > 1 else t
+                if d.wpc > 1:
+                    w = self.warp_part(d.warp_stride, d.wpc)
+                    v = e.add(e.mul(w, ir.Constant(I32, d.warp_step)), v)
+            else:
+                if d.wpc > 1:
+                    w = self.warp_part(d.warp_stride, d.wpc)
+                    t = e.add(e.mul(w, ir.Constant(I32, d.tpw)), t)
+                v = e.mul(t, ir.Constant(I32, d.spt)) if d.spt > 1 else t
             if d.mode == "wrap":
                 v = e.and_(v, ir.Constant(I32, d.size - 1))
             self._bases[key] = v

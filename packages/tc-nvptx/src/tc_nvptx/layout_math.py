@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 
 import attrs
-from tc_ir.layouts import Blocked, Layout, Slice
+from tc_ir.layouts import Blocked, DotOperand, Layout, Mma, Slice
 
 
 @attrs.frozen
@@ -30,6 +30,9 @@ class DimMap:
     lane_stride: int  # lane id = sum over dims of lane_d * lane_stride
     warp_stride: int
     root_dim: int
+    #: When nonzero the base is lane_part * spt + warp_part * warp_step (tensor-core layouts,
+    #: where a warp's block is not spt * tpw wide); otherwise (warp_part * tpw + lane_part) * spt.
+    warp_step: int = 0
 
     @property
     def distinct_lanes(self) -> int:
@@ -38,6 +41,8 @@ class DimMap:
 
     @property
     def distinct_warps(self) -> int:
+        if self.warp_step:
+            return min(self.wpc, max(1, self.size // self.warp_step)) if self.mode in ("wrap", "tile") else 1
         return min(self.wpc, max(1, self.size // (self.spt * self.tpw))) if self.mode in ("wrap", "tile") else 1
 
 
@@ -71,7 +76,7 @@ class ThreadMap:
     dims: tuple[DimMap, ...]
     removed: tuple[RemovedDim, ...]
     order: tuple[int, ...]  # tile dims, fastest first
-    root: Blocked
+    root: Layout  # Blocked, or Mma / DotOperand (see mma_layout)
 
     @property
     def keys(self) -> list[tuple[int, ...]]:
@@ -99,6 +104,10 @@ def thread_map(shape: tuple[int, ...], layout: Layout) -> ThreadMap:
         kept = [k if k < lay.dim else k + 1 for k in kept]
         removed_root = [r if r < lay.dim else r + 1 for r in removed_root] + [lay.dim]
         lay = lay.parent
+    if isinstance(lay, (Mma, DotOperand)):
+        from .mma_layout import mma_thread_map
+
+        return mma_thread_map(tuple(shape), layout, lay, kept, removed_root)
     if not isinstance(lay, Blocked):
         raise LayoutError(f"not a distributed layout: {layout}")
     root = lay

@@ -50,12 +50,8 @@ def int_binary(b: ir.IRBuilder, kind: str, x: ir.Value, y: ir.Value) -> ir.Value
         return b.or_(x, y)
     if kind == "xor":
         return b.xor(x, y)
-    if kind == "shl":
-        return b.shl(x, y)
-    if kind == "ashr":
-        return b.ashr(x, y)
-    if kind == "lshr":
-        return b.lshr(x, y)
+    if kind in ("shl", "ashr", "lshr"):
+        return shift(b, kind, x, y)
     if kind in ("smax", "smin"):
         c = b.icmp_signed(">" if kind == "smax" else "<", x, y)
         return b.select(c, x, y)
@@ -63,6 +59,21 @@ def int_binary(b: ir.IRBuilder, kind: str, x: ir.Value, y: ir.Value) -> ir.Value
         c = b.icmp_unsigned(">" if kind == "umax" else "<", x, y)
         return b.select(c, x, y)
     raise KeyError(kind)
+
+
+def shift(b: ir.IRBuilder, kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """Shifts with the interpreter's (and C-on-GPU's PTX) meaning for amounts >= the width
+    (negative amounts count as huge unsigned ones): shl and lshr give 0, ashr fills with the
+    sign bit. LLVM's own shifts would give poison there."""
+    width = x.type.width
+    limit = ir.Constant(x.type, width)
+    in_range = b.icmp_unsigned("<", y, limit)
+    if kind == "ashr":
+        amount = b.select(in_range, y, ir.Constant(x.type, width - 1))
+        return b.ashr(x, amount)
+    safe = b.select(in_range, y, ir.Constant(x.type, 0))
+    r = b.shl(x, safe) if kind == "shl" else b.lshr(x, safe)
+    return b.select(in_range, r, ir.Constant(x.type, 0))
 
 
 def float_binary(ctx: Ctx, kind: str, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from .axis_info import AxisAnalysis, AxisInfo
-from .canonicalize import Canonicalize
+from .canonicalize import Canonicalize, fold_select_of_load
+from .combine_dot import CombineDotAdd
 from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
 from .layout_assign import AssignLayouts, RemoveTrivialConverts, coalesced_layout
 from .layout_utils import blocked_for
+from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
-from .pass_manager import Pass, PassManager, module_text
+from .pass_manager import Pass, PassManager, PassVerificationError, format_timings, module_text
+from .rematerialize import Rematerialize
+from .resources import CheckResources, ResourceLimitError, max_shared_bytes
 from .pipeline import gpu_pipeline
 from .shared_alloc import AllocateShared, Allocation, allocate
 from .specialize import SpecializeArguments
@@ -23,16 +27,25 @@ __all__ = [
     "AxisAnalysis",
     "AxisInfo",
     "Canonicalize",
+    "CheckResources",
+    "CombineDotAdd",
     "CommonSubexpressionElimination",
     "CompileOptions",
     "DeadCodeElimination",
+    "LoopInvariantCodeMotion",
     "Pass",
     "PassManager",
+    "PassVerificationError",
+    "Rematerialize",
     "RemoveTrivialConverts",
+    "ResourceLimitError",
     "SpecializeArguments",
     "allocate",
     "blocked_for",
     "coalesced_layout",
+    "fold_select_of_load",
+    "format_timings",
     "gpu_pipeline",
+    "max_shared_bytes",
     "module_text",
 ]

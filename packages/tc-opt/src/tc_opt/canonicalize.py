@@ -10,15 +10,17 @@ from tc_ir.ops import (
     CastOp,
     CmpOp,
     ConstantOp,
+    LoadOp,
     Module,
     Operation,
     SelectOp,
+    OpResult,
     SplatOp,
     Value,
 )
-from tc_ir.types import ScalarType, TileType, element_of
+from tc_ir.types import ScalarType, TileType, element_of, shape_of
 
-from .ir_utils import constant_of, replace_uses
+from .ir_utils import blocks_of, constant_of, replace_uses, uses
 from .pass_manager import Pass
 
 
@@ -110,6 +112,7 @@ class Canonicalize(Pass):
             while changed and rounds < 8:
                 changed = self._block(f.body, f.body)
                 rounds += 1
+            fold_select_of_load(f.body)
 
     def _block(self, block: Block, root: Block) -> bool:
         changed = False
@@ -204,3 +207,41 @@ class Canonicalize(Pass):
         if op.kind == "sitofp":
             return _const_op(op, float(v)) if dst.name in ("f32", "f64") else None
         return None
+
+
+def fold_select_of_load(root: Block) -> int:
+    """select(m, load(p), v) -> load(p, m, v): one masked load with a fallback value instead of a
+    load of every element and a select (the masked-off elements are then never read, which is
+    what `check ? *px : -F32_INFINITY` means). Legal when the load has no other user, is not
+    volatile, has no mask or the same mask, and nothing with effects runs between the two."""
+    users = uses(root)
+    count = 0
+    for block in list(blocks_of(root)):
+        for sel in list(block.ops):
+            if not isinstance(sel, SelectOp):
+                continue
+            cond, a, b = sel.operands
+            if not (isinstance(a, OpResult) and isinstance(a.op, LoadOp)):
+                continue
+            load = a.op
+            if load.parent is not block or load.volatile or len(users.get(a, [])) != 1:
+                continue
+            if not isinstance(cond.type, TileType) or cond.type.shape != shape_of(a.type):
+                continue
+            if len(load.operands) > 1 and load.operands[1] is not cond:
+                continue
+            if b.type != a.type:
+                continue
+            start, stop = block.ops.index(load), block.ops.index(sel)
+            if any(o.HAS_SIDE_EFFECTS or o.regions for o in block.ops[start + 1 : stop]):
+                continue
+            new = LoadOp.create([load.operands[0], cond, b], [a.type], {"volatile": False}, loc=load.loc)
+            if a.name_hint:
+                new.result.name_hint = a.name_hint
+            block.insert(stop, new)
+            replace_uses(root, sel.result, new.result)
+            block.remove(sel)
+            block.remove(load)
+            users = uses(root)
+            count += 1
+    return count

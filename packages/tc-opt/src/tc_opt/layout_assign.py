@@ -46,9 +46,10 @@ from tc_ir.ops import (
     WhileOp,
     YieldOp,
 )
-from tc_ir.types import PointerType, TileType, element_of
+from tc_ir.types import PointerType, ScalarType, TileType, element_of
 
 from .axis_info import AxisAnalysis
+from .dot_layouts import dot_operand_layout, dot_result_layout
 from .layout_utils import blocked_for, default_order
 from .pass_manager import Pass
 
@@ -146,7 +147,9 @@ class _Solver:
         if isinstance(op, DotOp):
             if res_layout is None:
                 return [None, None, None]
-            return [DotOperand(res_layout, 0, 1), DotOperand(res_layout, 1, 1), res_layout]
+            e = element_of(ops[0].type)
+            assert isinstance(e, ScalarType)
+            return [dot_operand_layout(res_layout, 0, e), dot_operand_layout(res_layout, 1, e), res_layout]
         return [None for _ in ops]
 
     def result_layout(self, op: Operation, operand: Value, layout: Layout) -> Layout | None:
@@ -171,6 +174,10 @@ class _Solver:
         stores: list[tuple[Value, Layout]] = []
         others: list[tuple[Value, Layout]] = []
         for op in self.f.walk():
+            if isinstance(op, DotOp):  # tensor-core accumulators come first
+                mma = dot_result_layout(op, self.num_warps)
+                if mma is not None:
+                    self.queue.append((op.results[0], mma))
             if isinstance(op, MEMORY) and is_tile(op.operands[0]):
                 lay = coalesced_layout(op.operands[0], axes, self.num_warps)
                 target = stores if isinstance(op, StoreOp) else others
@@ -183,7 +190,8 @@ class _Solver:
         self.queue.extend(others)
 
     def push(self, v: Value, lay: Layout | None) -> None:
-        if lay is not None and is_tile(v) and v not in self.layout:
+        # dot operands are staged through shared memory: their producers keep their own layouts
+        if lay is not None and is_tile(v) and v not in self.layout and not isinstance(lay, DotOperand):
             self.queue.append((v, lay))
 
     def solve(self) -> None:

@@ -58,6 +58,27 @@ def module_text(module: Module) -> str:
     return "\n".join(lines) + "\n"
 
 
+class PassVerificationError(RuntimeError):
+    """A pass left invalid IR: an internal compiler error, naming the pass and the verifier's
+    complaint (the IR after the pass is kept in `ir` for the bug report)."""
+
+    def __init__(self, pass_name: str, cause: BaseException, ir: str) -> None:
+        super().__init__(f"the IR is invalid after pass '{pass_name}': {cause}")
+        self.pass_name = pass_name
+        self.ir = ir
+
+
+def format_timings(timings: dict[str, float], title: str = "pass timings") -> str:
+    """A table of per-pass (or per-stage) wall times, slowest first, with the total."""
+    total = sum(timings.values())
+    width = max([len(k) for k in timings] + [5])
+    lines = [f"===== {title} (total {total * 1e3:.1f} ms) ====="]
+    for name, t in sorted(timings.items(), key=lambda kv: -kv[1]):
+        share = 100.0 * t / total if total else 0.0
+        lines.append(f"  {name:<{width}}  {t * 1e3:9.2f} ms  {share:5.1f}%")
+    return "\n".join(lines) + "\n"
+
+
 class PassManager:
     """Runs passes in order. After each one: verify (when asked and tc_ir has a verifier), print
     the IR when `print_after_all` or the pass is named in TC_DUMP_IR (comma list, or "all")."""
@@ -86,6 +107,10 @@ class PassManager:
     def names(self) -> list[str]:
         return [p.name for p in self.passes]
 
+    def timing_report(self) -> str:
+        """The per-pass timings of every run so far (what `tcc --time-passes` prints)."""
+        return format_timings(self.timings)
+
     def _wants_print(self, name: str) -> bool:
         env = {s.strip() for s in os.environ.get("TC_DUMP_IR", "").split(",") if s.strip()}
         return self.print_after_all or name in self.print_after or name in env or "all" in env
@@ -97,7 +122,12 @@ class PassManager:
             p.run(module)
             self.timings[p.name] = self.timings.get(p.name, 0.0) + time.perf_counter() - start
             if verify is not None:
-                verify(module)
+                start = time.perf_counter()
+                try:
+                    verify(module)
+                except Exception as exc:
+                    raise PassVerificationError(p.name, exc, module_text(module)) from exc
+                self.timings["(verify)"] = self.timings.get("(verify)", 0.0) + time.perf_counter() - start
             if p.name in self.keep_after:
                 self.snapshots[p.name] = module_text(module)
             if self._wants_print(p.name):

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from .canonicalize import Canonicalize
+from .combine_dot import CombineDotAdd
 from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
 from .layout_assign import AssignLayouts, RemoveTrivialConverts
+from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
 from .pass_manager import PassManager
+from .rematerialize import Rematerialize
+from .resources import CheckResources
 from .shared_alloc import AllocateShared
 from .specialize import SpecializeArguments
 
@@ -17,12 +21,18 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
     passes = [
         SpecializeArguments(o),
         Canonicalize(o),
+        CombineDotAdd(o),
+        LoopInvariantCodeMotion(o),
         CommonSubexpressionElimination(o),
         DeadCodeElimination(o),
         AssignLayouts(o),
         RemoveTrivialConverts(o),
         CommonSubexpressionElimination(o),
         DeadCodeElimination(o),
+        # after the last CSE (which would merge the recomputed values back into the originals)
+        Rematerialize(o),
+        DeadCodeElimination(o),
         AllocateShared(o),
+        CheckResources(o),
     ]
     return PassManager(passes, verify=o.verify, print_after_all=o.print_after_all)

@@ -7,11 +7,12 @@ Offsets come from first-fit over lifetimes; `module.attributes["shared_bytes"]` 
 from __future__ import annotations
 
 import attrs
-from tc_ir.layouts import Blocked, DotOperand, Slice
+from tc_ir.layouts import Blocked, DotOperand, Shared, Slice
 from tc_ir.ops import (
     ConvertLayoutOp,
     ForOp,
     Function,
+    LocalAllocOp,
     Module,
     Operation,
     ReduceOp,
@@ -22,6 +23,7 @@ from tc_ir.ops import (
 from tc_ir.types import PointerType, TileType
 
 from .pass_manager import Pass
+from .shared_buffers import buffer_bytes, buffer_users
 
 ALIGN = 16
 
@@ -104,15 +106,15 @@ def allocate(f: Function) -> Allocation:
             users.setdefault(v, []).append(op)
     requests: list[tuple[int, int, int, Operation]] = []
     for op in f.walk():
-        size = scratch_bytes(op)
+        size = scratch_bytes(op) or buffer_bytes(op)
         if size == 0:
             continue
         start = index[op]
         stop = start
         t = op.results[0].type if op.results else None
-        if isinstance(t, TileType) and isinstance(t.layout, DotOperand):
+        if isinstance(t, TileType) and isinstance(t.layout, (DotOperand, Shared)):
             def_loops = set(map(id, _loops_of(op)))
-            for u in users.get(op.results[0], []):
+            for u in buffer_users(op, users) if isinstance(op, LocalAllocOp) else users.get(op.results[0], []):  # type: ignore[arg-type]
                 stop = max(stop, index[u])
                 for loop in _loops_of(u):
                     if id(loop) not in def_loops:

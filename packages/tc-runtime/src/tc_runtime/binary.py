@@ -2,14 +2,27 @@
 
 It mirrors the fields of `tc_nvptx.CompiledKernel` but belongs to the runtime, so that loading a
 kernel from the cache (or a precompiled file) never imports a compiler package.
+
+Precompiled kernel files (what `tcc ... -o OUT` writes and `tc_runtime.load` reads):
+  - OUT.ptx or OUT.cubin, with the metadata next to it in OUT.ptx.json / OUT.cubin.json: the dict
+    of `tc_nvptx.CompiledKernel.to_json()` (name, arch, signature, arg_names, num_warps, ...);
+  - or one OUT.json holding everything: that metadata plus "ptx" (text) and "cubin" (base64), the
+    text of `CompiledKernel.dumps()`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import attrs
+
+#: The metadata versions this runtime understands (`tc_nvptx.compiler.METADATA_VERSION`).
+METADATA_VERSIONS = (1,)
 
 
 @attrs.frozen
@@ -24,6 +37,7 @@ class KernelBinary:
     shared_bytes: int = 0
     registers: int | None = None
     spills: int | None = None
+    num_stages: int = 3
     #: text of each compilation stage ("ir", "llvm", "ptx", ...), for k.asm(stage)
     asm: dict[str, str] = attrs.field(factory=dict, hash=False)
 
@@ -41,6 +55,7 @@ class KernelBinary:
             num_warps=int(ck.num_warps), shared_bytes=int(getattr(ck, "shared_bytes", 0) or 0),
             registers=_opt_int(getattr(ck, "registers", None)),
             spills=_opt_int(getattr(ck, "spills", None)),
+            num_stages=int(getattr(ck, "num_stages", 3) or 3),
             asm={str(k): str(v) for k, v in asm.items() if isinstance(v, (str, bytes))
                  and not isinstance(v, bytes)},
         )
@@ -51,6 +66,7 @@ class KernelBinary:
             "name": self.name, "arch": self.arch, "signature": list(self.signature),
             "arg_names": list(self.arg_names), "num_warps": self.num_warps,
             "shared_bytes": self.shared_bytes, "registers": self.registers, "spills": self.spills,
+            "num_stages": self.num_stages,
         }
 
     @classmethod
@@ -63,16 +79,107 @@ class KernelBinary:
                 arg_names=tuple(str(a) for a in meta.get("arg_names", [])),
                 num_warps=int(meta["num_warps"]), shared_bytes=int(meta.get("shared_bytes", 0)),
                 registers=_opt_int(meta.get("registers")), spills=_opt_int(meta.get("spills")),
-                asm=dict(asm),
+                num_stages=int(meta.get("num_stages", 3)), asm=dict(asm),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"malformed kernel metadata: {exc}") from None
 
     def info(self) -> dict[str, Any]:
         return self.metadata()
 
     def to_json(self) -> str:
-        return json.dumps(self.metadata(), sort_keys=True)
+        return json.dumps({"version": METADATA_VERSIONS[-1], **self.metadata()}, sort_keys=True)
+
+    def dumps(self) -> str:
+        """Everything in one JSON text (the format of `CompiledKernel.dumps()`)."""
+        data: dict[str, Any] = {"version": METADATA_VERSIONS[-1], **self.metadata()}
+        data["ptx"] = self.ptx
+        data["cubin"] = base64.b64encode(self.cubin).decode() if self.cubin else None
+        return json.dumps(data, sort_keys=True)
+
+
+def sidecar(path: Path) -> Path:
+    """Where the metadata of a kernel file lives: OUT.ptx -> OUT.ptx.json."""
+    return path.with_name(path.name + ".json")
+
+
+def save(binary: KernelBinary, path: str | os.PathLike[str]) -> Path:
+    """Write a precompiled kernel: PATH.json (everything in one file), PATH.cubin (+ sidecar
+    metadata) or any other name as PTX (+ sidecar). Returns the path written."""
+    out = Path(path)
+    if out.suffix == ".json":
+        _write_atomic(out, binary.dumps().encode())
+        return out
+    if out.suffix == ".cubin":
+        if not binary.cubin:
+            raise ValueError(f"kernel '{binary.name}' has no cubin (ptxas did not run); write "
+                             f"PTX instead")
+        _write_atomic(out, binary.cubin)
+    else:
+        _write_atomic(out, binary.ptx.encode())
+    _write_atomic(sidecar(out), binary.to_json().encode())
+    return out
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def read(path: str | os.PathLike[str]) -> KernelBinary:
+    """A precompiled kernel file (see the module docstring); ValueError/FileNotFoundError with the
+    path and the reason when it is not one."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such precompiled kernel file")
+    try:
+        if p.suffix == ".json" and not p.name.endswith((".ptx.json", ".cubin.json")):
+            data = _json_object(p.read_text(), p)
+            ptx = data.get("ptx") or ""
+            if not isinstance(ptx, str):
+                raise ValueError("'ptx' is not a text")
+            cubin_text = data.get("cubin")
+            cubin = base64.b64decode(cubin_text, validate=True) if cubin_text else None
+            if not ptx and not cubin:
+                raise ValueError("it holds neither 'ptx' nor 'cubin'")
+            return KernelBinary.from_parts(_metadata(data), ptx, cubin, {"ptx": ptx} if ptx else {})
+        meta_path = p if p.name.endswith((".ptx.json", ".cubin.json")) else sidecar(p)
+        if meta_path is p:
+            p = p.with_name(p.name[:-len(".json")])
+        if not meta_path.is_file():
+            raise FileNotFoundError(f"{p}: the metadata file {meta_path.name} is missing (write "
+                                    f"kernels with `tcc ... -o {p.name}` or tc_runtime.binary.save)")
+        meta = _metadata(_json_object(meta_path.read_text(), meta_path))
+        raw = p.read_bytes()
+        if raw[:4] == b"\x7fELF":
+            return KernelBinary.from_parts(meta, "", raw, {})
+        ptx = raw.decode()
+        return KernelBinary.from_parts(meta, ptx, None, {"ptx": ptx})
+    except (UnicodeDecodeError, binascii.Error, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p} is not a valid tc kernel file: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{p} is not a valid tc kernel file: {exc}") from None
+
+
+def _json_object(text: str, path: Path) -> dict[str, Any]:
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path.name} does not hold a JSON object")
+    return data
+
+
+def _metadata(data: dict[str, Any]) -> dict[str, Any]:
+    version = data.get("version", 1)
+    if version not in METADATA_VERSIONS:
+        raise ValueError(f"metadata version {version!r} is not one this tc_runtime reads "
+                         f"({', '.join(map(str, METADATA_VERSIONS))})")
+    missing = [k for k in ("name", "arch", "signature", "num_warps") if k not in data]
+    if missing:
+        raise ValueError(f"the metadata lacks {', '.join(missing)}")
+    if not isinstance(data["signature"], list):
+        raise ValueError("'signature' is not a list")
+    return data
 
 
 def _opt_int(v: object) -> int | None:

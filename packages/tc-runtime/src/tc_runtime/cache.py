@@ -116,8 +116,11 @@ class KernelCache:
             for name, data in blobs.items():
                 (tmp / name).write_bytes(data)
             (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True, indent=1))
-            if final.exists():  # a corrupt leftover (get() would have returned it otherwise)
-                self._discard(final)
+            if final.exists():
+                if self.get(key) is not None:  # another process was first: keep its entry
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    return final
+                # get() removed the corrupt leftover
             try:
                 os.rename(tmp, final)
             except OSError:

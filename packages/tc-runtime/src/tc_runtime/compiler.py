@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from typing import Any
 from .binary import KernelBinary
 
 COMPILER_PACKAGES = ("tc_lang", "tc_ir", "tc_opt", "tc_nvptx")
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include", re.MULTILINE)
 
 
 def _import(name: str) -> Any:
@@ -59,7 +61,7 @@ def _package_hash(name: str) -> str:
 @functools.lru_cache(maxsize=1)
 def ptxas_version() -> str:
     """`ptxas --version`'s last line, or "none" (then only PTX is produced)."""
-    exe = os.environ.get("TC_PTXAS_PATH") or shutil.which("ptxas")
+    exe = os.environ.get("TC_PTXAS") or shutil.which("ptxas")
     if not exe:
         return "none"
     try:
@@ -70,26 +72,60 @@ def ptxas_version() -> str:
         return "unknown"
 
 
+def _llvmlite_fingerprint() -> str:
+    """llvmlite's version text and the size/mtime of its LLVM library, without importing it
+    (importing llvmlite costs a new process tens of milliseconds it may not need)."""
+    spec = importlib.util.find_spec("llvmlite")
+    if spec is None or not spec.submodule_search_locations:
+        return "missing"
+    base = Path(next(iter(spec.submodule_search_locations)))
+    parts = []
+    for rel in ("_version.py", "binding/libllvmlite.so", "binding/llvmlite.dll",
+                "binding/libllvmlite.dylib"):
+        path = base / rel
+        if path.is_file():
+            st = path.stat()
+            data = path.read_bytes() if rel.endswith(".py") else b""
+            parts.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}:{_sha(data)}")
+    return ";".join(parts) or "unknown"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> dict[str, str]:
-    """Everything about the toolchain that can change a compiled kernel (computed once)."""
+    """Everything about the toolchain that can change a compiled kernel (computed once per
+    process, in a few milliseconds: no compiler package is imported)."""
     out: dict[str, str] = {}
     for name in COMPILER_PACKAGES + ("tc_runtime",):
-        try:
-            version = str(getattr(importlib.import_module(name), "__version__", "?"))
-        except ImportError:
-            version = "missing"
-        out[name] = f"{version}:{_package_hash(name)}"
-    try:
-        import llvmlite
-        import llvmlite.binding as llvm
-
-        out["llvmlite"] = str(llvmlite.__version__)
-        out["llvm"] = ".".join(str(v) for v in llvm.llvm_version_info)
-    except (ImportError, AttributeError):
-        out["llvmlite"] = "missing"
+        out[name] = _package_hash(name)
+    out["llvmlite"] = _llvmlite_fingerprint()
     out["ptxas"] = ptxas_version()
     return out
+
+
+def cache_source(source: str, defines: Mapping[str, str], filename: str) -> str:
+    """What of the source goes into cache keys: the source itself, or, when it #includes other
+    files, the preprocessed text and every file it read (so that editing an included header gives
+    a new key). Sources without #include skip the preprocessor: a new process finds its cached
+    kernel without importing the front end."""
+    if not _INCLUDE.search(source):
+        return source
+    preprocess = require("tc_lang", "preprocess")
+    pre = preprocess(source, dict(defines), filename=filename)
+    files = "".join(f"\0{name}\0{text}" for name, text in sorted(dict(pre.sources).items()))
+    return f"{pre.text}\0{_sha(files.encode())}"
+
+
+def compile_error_types() -> tuple[type[BaseException], ...]:
+    """The compiler's user-error class (TcCompileError and its subclasses such as
+    TcResourceError), for the auto-tuner to skip a configuration that fails to compile."""
+    try:
+        return (require("tc_lang.diagnostics", "TcCompileError"),)
+    except ImportError:
+        return ()
 
 
 def compile_source(source: str, *, defines: Mapping[str, str], kernel: str | None, arch: str,

@@ -8,13 +8,16 @@ access names the source line. A plain integer pointer is a raw host address the 
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from . import compiler
 from .signature import Signature, is_pointer
+
+#: Pointee kind -> numpy dtype name, to compare the outputs of auto-tuning configurations.
+_NP_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+              "f16": "float16", "bf16": "uint16", "f32": "float32", "f64": "float64"}
 
 
 class CpuKernel:
@@ -54,12 +57,79 @@ class CpuKernel:
         interpret(self.function, values, grid, memory, source=self.source)
 
 
+class Region:
+    """The host memory behind one pointer argument: to save, restore and compare it while the
+    CPU auto-tuner runs every configuration on the same inputs."""
+
+    def __init__(self, name: str, kind: str, address: int, nbytes: int) -> None:
+        self.name = name
+        self.pointee = kind[4:-1].split(",")[0].strip()
+        self.address = address
+        self.nbytes = nbytes
+
+    def read(self) -> bytes:
+        return ctypes.string_at(self.address, self.nbytes)
+
+    def write(self, data: bytes) -> None:
+        ctypes.memmove(self.address, data, len(data))
+
+    def equal(self, a: bytes, b: bytes) -> bool:
+        """Same values, with a tolerance for floats (configurations may sum in another order)."""
+        import numpy as np
+
+        if a == b:
+            return True
+        dtype = np.dtype(_NP_DTYPES.get(self.pointee, "uint8"))
+        if len(a) % dtype.itemsize or dtype.kind not in "f" and self.pointee != "bf16":
+            return False
+        x = np.frombuffer(a, dtype=dtype)
+        y = np.frombuffer(b, dtype=dtype)
+        if self.pointee == "bf16":
+            x = (x.astype(np.uint32) << 16).view(np.float32)
+            y = (y.astype(np.uint32) << 16).view(np.float32)
+        tol = 1e-2 if self.pointee in ("f16", "bf16") else 1e-4
+        return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
+
+
+def regions(sig: Signature, args: Sequence[object]) -> list[Region] | None:
+    """The memory of every pointer argument, or None when one is a raw integer address (its
+    extent is unknown, so it cannot be saved and restored)."""
+    import numpy as np
+
+    out: list[Region] = []
+    for i, (kind, value) in enumerate(zip(sig.kinds, args)):
+        if not is_pointer(kind):
+            continue
+        if isinstance(value, np.ndarray):
+            lo, hi = _byte_bounds(value)
+            out.append(Region(sig.names[i], kind, lo, hi - lo))
+            continue
+        data_ptr = getattr(value, "data_ptr", None)
+        storage = getattr(value, "untyped_storage", None)
+        if callable(data_ptr) and callable(storage):
+            st = storage()
+            out.append(Region(sig.names[i], kind, int(st.data_ptr()), int(st.nbytes())))
+            continue
+        return None
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for r in out:
+        if r.nbytes and (r.address, r.nbytes) not in seen:
+            seen.add((r.address, r.nbytes))
+            unique.append(r)
+    return unique
+
+
 def _is_plain_int(value: object) -> bool:
+    import numpy as np
+
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> int:
     """Register a numpy array or a data_ptr() object; returns the address passed to the kernel."""
+    import numpy as np
+
     if isinstance(value, np.ndarray):
         if value.flags.c_contiguous or value.flags.f_contiguous:
             return int(memory.register(value, name))
@@ -86,7 +156,9 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
     return value  # type: ignore[return-value]  # not a pointer: normalize() reports it
 
 
-def _byte_bounds(a: np.ndarray[Any, Any]) -> tuple[int, int]:
+def _byte_bounds(a: Any) -> tuple[int, int]:
+    import numpy as np
+
     utils = getattr(np.lib, "array_utils", None)
     fn = getattr(utils, "byte_bounds", None) or getattr(np, "byte_bounds")
     lo, hi = fn(a)

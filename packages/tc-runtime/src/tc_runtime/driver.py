@@ -9,11 +9,13 @@ it. `Any` is used only for cuda-python objects (it ships no type information).
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from . import knobs
 from .errors import TcDeviceError, TcLaunchError, TcRuntimeError
 
 _NO_GPU = "no CUDA GPU is available"
@@ -25,6 +27,12 @@ _init_error: str | None = None
 _initialized = False
 _devices: dict[int, Device] = {}
 _streams: dict[int, Any] = {}
+#: ctypes stream arguments of the fast launch path (0, the legacy default stream, is NULL)
+_cstreams: dict[int, ctypes.c_void_p | None] = {0: None}
+#: True once more than one device is in use: launches must then make their context current
+_several = False
+#: libcuda's cuLaunchKernel through ctypes: None = not looked up yet, False = unavailable
+_raw_launch: Any = None
 
 
 def _module() -> Any:
@@ -154,6 +162,7 @@ class Device:
 
 def get_device(index: int) -> Device:
     """The Device object of cuda:index (created once; its primary context is made current)."""
+    global _several
     dev = _devices.get(index)
     if dev is None:
         with _lock:
@@ -161,12 +170,43 @@ def get_device(index: int) -> Device:
         if dev is None:
             dev = Device(index)
             _devices[index] = dev
+            _several = len(_devices) > 1
     return dev
 
 
 def several_contexts() -> bool:
     """True once more than one device is in use: launches must then set their context."""
-    return len(_devices) > 1
+    return _several
+
+
+def raw_launch_function() -> Any:
+    """libcuda's cuLaunchKernel as a ctypes function, or None (TC_LAUNCH_BACKEND=cuda-python, or
+    the library cannot be opened by ctypes).
+
+    Why: cuda-python's wrapper converts and type-checks its eleven arguments on every call (about
+    2 us on an H200); the same driver entry point called through ctypes with arguments converted
+    once per kernel (c_void_p handle, the ctypes array of parameter pointers, cached stream
+    objects) costs a fraction of that. Everything else stays on cuda-python. The process shares
+    one libcuda, so contexts, modules and streams are the same objects for both."""
+    global _raw_launch
+    if _raw_launch is None:
+        _raw_launch = False
+        if knobs.launch_backend() == "ctypes":
+            try:
+                fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+                fn.restype = ctypes.c_int
+                _raw_launch = fn
+            except (OSError, AttributeError):
+                _raw_launch = False
+    return _raw_launch or None
+
+
+def cstream(handle: int) -> ctypes.c_void_p | None:
+    """The ctypes argument for a raw stream handle (memoized)."""
+    s = _cstreams.get(handle, False)
+    if s is False:
+        s = _cstreams[handle] = ctypes.c_void_p(handle) if handle else None
+    return s  # type: ignore[return-value]
 
 
 def stream_object(handle: int) -> Any:
@@ -179,6 +219,27 @@ def stream_object(handle: int) -> Any:
 
 
 _torch_stream_fn: Callable[[int], int] | None = None
+
+
+def _default_stream(device_index: int) -> int:
+    return 0
+
+
+def stream_getter(device_index: int) -> Callable[[int], int]:
+    """A function device index -> raw handle of the current stream, chosen once per kernel:
+    torch's own accessor when the caller has imported torch and it works for this device, else
+    the default stream. The kernel calls it per launch without further checks."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            try:
+                int(raw(device_index))
+                fn: Callable[[int], int] = raw
+                return fn
+            except Exception:  # CPU-only torch build or CUDA not usable by torch
+                pass
+    return _default_stream
 
 
 def current_stream(device_index: int) -> int:
@@ -203,6 +264,16 @@ def current_stream(device_index: int) -> int:
         return 0
 
 
+class LaunchParams(Protocol):
+    """The packed arguments of a launch (see `signature.ArgPacker`)."""
+
+    @property
+    def address(self) -> int: ...  # the void** kernelParams as an int (cuda-python)
+
+    @property
+    def pointers(self) -> Any: ...  # the same array as a ctypes object (the ctypes path)
+
+
 class Function:
     """A kernel loaded in a module; `launch` is the hot path."""
 
@@ -225,7 +296,16 @@ class Function:
                 self.handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 shared_bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", kernel=name,
                 error=TcLaunchError)
+        max_threads = self.attribute("MAX_THREADS_PER_BLOCK")
+        if self.block_x > max_threads:
+            regs = self.attribute("NUM_REGS")
+            raise TcLaunchError(
+                f"kernel '{name}' needs {self.block_x} threads per block (num_warps={num_warps}) "
+                f"but with {regs} registers per thread {dev.name} runs at most {max_threads}; "
+                f"use fewer warps or smaller tiles", kernel=name)
         self._launch = cu.cuLaunchKernel
+        self._raw = raw_launch_function()
+        self._chandle = ctypes.c_void_p(int(self.handle))
 
     def attribute(self, name: str) -> int:
         cu = _module()
@@ -233,27 +313,41 @@ class Function:
         return int(check(cu.cuFuncGetAttribute(which, self.handle), "cuFuncGetAttribute",
                          kernel=self.name))
 
-    def launch(self, gx: int, gy: int, gz: int, stream: int, params: int) -> None:
-        """Launch on a (gx, gy, gz) grid; `params` is the address of the void*[] of arguments."""
-        s = _streams.get(stream)
-        if s is None:
-            s = stream_object(stream)
-        if len(_devices) > 1:  # several devices in use: ours must be the current context
+    def launch(self, gx: int, gy: int, gz: int, stream: int, params: LaunchParams) -> None:
+        """Launch on a (gx, gy, gz) grid with the arguments packed in `params`."""
+        if _several:  # several devices in use: ours must be the current context
             self.module.device.make_current()
-        res = self._launch(self.handle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, s,
-                           params, 0)
-        err = res[0] if isinstance(res, tuple) else res
+        raw = self._raw
+        if raw is not None:
+            s = _cstreams.get(stream, False)
+            if s is False:
+                s = cstream(stream)
+            err = raw(self._chandle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, s,
+                      params.pointers, None)
+        else:
+            res = self._launch(self.handle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes,
+                               stream_object(stream), params.address, 0)
+            err = res[0]
         if err:
             self._failed(err, gx, gy, gz, stream, params)
 
-    def _failed(self, err: Any, gx: int, gy: int, gz: int, stream: int, params: int) -> None:
+    def _launch_slow(self, gx: int, gy: int, gz: int, stream: int, params: LaunchParams) -> Any:
+        res = self._launch(self.handle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes,
+                           stream_object(stream), params.address, 0)
+        return res[0] if isinstance(res, tuple) else res
+
+    def _failed(self, err: Any, gx: int, gy: int, gz: int, stream: int,
+                params: LaunchParams) -> None:
         cu = _module()
+        if not isinstance(err, cu.CUresult):
+            try:
+                err = cu.CUresult(int(err))
+            except ValueError:
+                pass
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
             # A thread that never used CUDA has no current context: set ours and try once more.
             self.module.device.make_current()
-            res = self._launch(self.handle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes,
-                               stream_object(stream), params, 0)
-            err = res[0] if isinstance(res, tuple) else res
+            err = self._launch_slow(gx, gy, gz, stream, params)
             if not err:
                 return
         name = error_name(err)
@@ -305,6 +399,12 @@ class DeviceBuffer:
         self.nbytes = nbytes
         self.ptr = int(check(_module().cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
 
+    def copy_from_device_async(self, src: int, nbytes: int, stream: int = 0) -> None:
+        copy_device_async(self.ptr, src, nbytes, stream)
+
+    def copy_to_device_async(self, dst: int, nbytes: int, stream: int = 0) -> None:
+        copy_device_async(dst, self.ptr, nbytes, stream)
+
     def zero_async(self, stream: int = 0) -> None:
         check(_module().cuMemsetD8Async(self.ptr, 0, self.nbytes, stream_object(stream)),
               "cuMemsetD8Async")
@@ -337,3 +437,39 @@ class Event:
     def elapsed_ms(self, end: Event) -> float:
         return float(check(_module().cuEventElapsedTime(self.handle, end.handle),
                            "cuEventElapsedTime"))
+
+
+def copy_device_async(dst: int, src: int, nbytes: int, stream: int = 0) -> None:
+    check(_module().cuMemcpyDtoDAsync(dst, src, nbytes, stream_object(stream)), "cuMemcpyDtoDAsync")
+
+
+def address_range(pointer: int) -> tuple[int, int] | None:
+    """(base, size) of the device allocation that holds `pointer`, or None (not device memory)."""
+    if not pointer:
+        return None
+    try:
+        res = _module().cuMemGetAddressRange(pointer)
+    except Exception:
+        return None
+    if res[0]:
+        return None
+    return int(res[1]), int(res[2])
+
+
+def pointer_device(pointer: int) -> int | None:
+    """The ordinal of the device whose memory holds `pointer`, or None when the driver does not
+    know it (host memory, a raw number)."""
+    if not pointer:
+        return None
+    cu = _module()
+    try:
+        res = cu.cuPointerGetAttribute(
+            cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer)
+    except Exception:
+        return None
+    if res[0]:
+        return None
+    try:
+        return int(res[1])
+    except (TypeError, ValueError):
+        return None

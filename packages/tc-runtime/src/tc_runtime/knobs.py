@@ -34,3 +34,21 @@ def always_compile() -> bool:
 def disable_cache() -> bool:
     """TC_DISABLE_CACHE=1: neither read nor write the disk cache."""
     return _flag("TC_DISABLE_CACHE")
+
+
+def launch_backend() -> str:
+    """TC_LAUNCH_BACKEND: "ctypes" (default; libcuda's cuLaunchKernel called through ctypes, the
+    fast path) or "cuda-python" (every driver call through cuda-python)."""
+    value = os.environ.get("TC_LAUNCH_BACKEND", "ctypes").strip().lower()
+    return "cuda-python" if value in ("cuda-python", "cuda_python", "cuda") else "ctypes"
+
+
+def print_autotuning() -> bool:
+    """TC_PRINT_AUTOTUNING=1: print each configuration's time (or why it was skipped) and the
+    choice, on stderr."""
+    return _flag("TC_PRINT_AUTOTUNING")
+
+
+def skip_autotuning() -> bool:
+    """TC_SKIP_AUTOTUNING=1: launch the first configuration without timing the others."""
+    return _flag("TC_SKIP_AUTOTUNING")

@@ -112,23 +112,29 @@ def check_num_stages(n: object) -> int:
 
 
 class Options:
-    """The `opt` given to grid callables: the effective defines as attributes, plus num_warps."""
+    """The `opt` given to grid callables: the effective defines as attributes, plus num_warps.
 
-    __slots__ = ("defines", "num_warps", "num_stages", "_values")
+    The defines are plain instance attributes (set once), so `opt.BLOCK` in a grid lambda is an
+    ordinary attribute read on the launch path; `__getattr__` only runs for unknown names."""
+
+    defines: dict[str, str]
+    num_warps: int
+    num_stages: int
 
     def __init__(self, defines: Mapping[str, str], num_warps: int, num_stages: int) -> None:
+        values = {k: _value(v) for k, v in defines.items()}
+        self.__dict__.update(values)
         self.defines = dict(defines)
         self.num_warps = num_warps
         self.num_stages = num_stages
-        self._values = {k: _value(v) for k, v in self.defines.items()}
+        self._values = values
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]  # type: ignore[index]
-        except KeyError:
-            known = ", ".join(sorted(self.defines)) or "none"
-            raise AttributeError(f"opt has no attribute {name!r}: the kernel's defines are "
-                                 f"{known} (also num_warps, num_stages)") from None
+        if name.startswith("__") or name == "_values":
+            raise AttributeError(name)
+        known = ", ".join(sorted(self.defines)) or "none"
+        raise AttributeError(f"opt has no attribute {name!r}: the kernel's defines are "
+                             f"{known} (also num_warps, num_stages)")
 
     def d(self, name: str) -> Any:
         """The 2020 spelling, opt.d('BLOCK')."""

@@ -1,12 +1,23 @@
-"""Where a tensor lives, seen from tc: its device string and the stream to launch on."""
+"""Where a tensor lives, seen from tc: its device string, the stream to launch on, the Triton-C
+type names of its dtype, and the launch itself (pointers on the GPU, tensors on the interpreter)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
-_DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bf16"}
+import tc_runtime as tc
+
+_DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bf16",
+           torch.float64: "double"}
+
+#: The floating dtypes of the op library: the three of the GPU and float64 (for gradcheck).
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+#: Offsets inside the kernels are C ints.
+INT32_LIMIT = 2**31
 
 
 def device_of(tensors: Sequence[torch.Tensor], op: str) -> torch.device:
@@ -28,7 +39,8 @@ def device_of(tensors: Sequence[torch.Tensor], op: str) -> torch.device:
 
 
 def stream_of(device: torch.device) -> int:
-    """The raw handle of torch's current stream on a CUDA device (0 on the CPU)."""
+    """The raw handle of torch's current stream on a CUDA device (0 on the CPU). Under
+    torch.cuda.graph capture this is the capturing stream, so launches are recorded."""
     if device.type != "cuda":
         return 0
     if _raw_stream is not None:
@@ -47,3 +59,42 @@ def tc_type(dtype: torch.dtype, op: str, allowed: Sequence[torch.dtype]) -> str:
         raise TypeError(f"{op}: dtype {str(dtype).replace('torch.', '')} is not supported "
                         f"(supported: {names})")
     return _DTYPES[dtype]
+
+
+def acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype kernels compute in: float64 for float64, float32 for everything else."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def acc_type(dtype: torch.dtype) -> str:
+    """acc_dtype as a Triton-C type name (the ACC define of the kernels)."""
+    return _DTYPES[acc_dtype(dtype)]
+
+
+def check_tensor(value: object, op: str, name: str) -> torch.Tensor:
+    """`value` if it is a tensor, else a TypeError naming the argument."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def check_extent(op: str, *tensors: torch.Tensor) -> None:
+    """Refuse tensors whose element offsets do not fit the kernels' int arithmetic."""
+    for t in tensors:
+        extent = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()) if s > 0)
+        if extent >= INT32_LIMIT:
+            raise ValueError(f"{op}: a tensor of shape {tuple(t.shape)} spans {extent} elements, "
+                             f"more than the kernels' int offsets allow (2**31 - 1)")
+
+
+def launch(kernel: tc.Kernel, device: torch.device, grid: Any, *args: object) -> None:
+    """Launch on the tensors' device: raw pointers and torch's current stream on the GPU; the
+    tensors themselves on the interpreter (their memory is registered and bounds-checked)."""
+    if device.type == "cuda":
+        values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        kernel(*values, grid=grid, stream=stream_of(device))
+    else:
+        kernel(*args, grid=grid)
+
+
+GridFn = Callable[[tc.Options], tuple[int, ...]]

@@ -9,11 +9,12 @@ are documented in `elementwise` and `memops`: the GPU backend must match them.
 
 from __future__ import annotations
 
-from .errors import InterpreterError, MisalignedAccessError, OutOfBoundsError
+from .errors import AssumptionError, InterpreterError, MisalignedAccessError, OutOfBoundsError
 from .grid import Interpreter, interpret
 from .memory import Buffer, Memory, RawMemory
 
 __all__ = [
+    "AssumptionError",
     "Buffer",
     "Interpreter",
     "InterpreterError",

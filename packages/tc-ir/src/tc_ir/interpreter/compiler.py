@@ -16,8 +16,8 @@ from .. import ops as O
 from ..types import IRType, ScalarType, TileType, element_of, shape_of
 from .dtypes import is_bf16, round_bf16, round_tf32, scalar, unsigned, value_dtype
 from .elementwise import make_binary, make_cast, make_cmp, make_fma, make_unary
-from .errors import InterpreterError
-from .memops import compile_atomic_cas, compile_atomic_rmw, compile_load, compile_store
+from .errors import AssumptionError, InterpreterError
+from .memops import pid_for_message, compile_atomic_cas, compile_atomic_rmw, compile_load, compile_store
 from .state import ProgramState
 
 Env = list[Any]
@@ -194,6 +194,36 @@ def _trans(c: Compiler, op: O.TransOp) -> Step:
 @_handles(O.ConvertLayoutOp)
 def _convert_layout(c: Compiler, op: O.ConvertLayoutOp) -> Step:
     return _unop(c, op, lambda x: x)
+
+
+@_handles(O.AssumeOp)
+def _assume(c: Compiler, op: O.AssumeOp) -> Step:
+    """Forward the operand after checking the facts (a broken one is undefined behaviour)."""
+    n = op.multiple_of * op.aligned // np.gcd(op.multiple_of, op.aligned)
+    a, r = c.slot(op.operands[0]), c.slot(op.results[0])
+    state, loc = c.state, op.loc
+    shape = shape_of(op.operands[0].type)
+    what = f"__multipleof({op.multiple_of})" if op.multiple_of > 1 else ""
+    if op.aligned > 1:
+        what += (" and " if what else "") + f"__aligned({op.aligned})"
+
+    def step(env: Env) -> None:
+        x = env[a]
+        if n > 1:
+            bad = np.asarray(x).astype(np.int64) % n != 0
+            if bad.any():
+                index = tuple(int(i) for i in np.argwhere(bad)[0]) if shape else ()
+                value = int(np.asarray(x)[index])
+                pid = pid_for_message(state)
+                at = f"element {list(index)} of the {list(shape)} tile" if shape else "the value"
+                raise AssumptionError(
+                    f"{state.where(loc)}: {at} is {value}, which breaks the declared {what} "
+                    f"(program {pid})",
+                    loc=loc, program_id=pid, index=index, value=value,
+                )
+        env[r] = x
+
+    return step
 
 
 @_handles(O.BarrierOp)

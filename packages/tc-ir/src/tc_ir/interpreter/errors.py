@@ -45,3 +45,21 @@ class MemoryFault(Exception):
         self.address = address
         self.detail = detail
         self.buffer = buffer
+
+
+class AssumptionError(InterpreterError):
+    """A value broke a fact its declaration vouches for (`__multipleof(N)` / `__aligned(N)` on a
+    local variable): undefined behaviour on the GPU, where vector accesses rely on it.
+
+    Attributes: `loc`, `program_id`, `index` (the element's index in the tile, () for scalars),
+    `value`."""
+
+    def __init__(
+        self, message: str, *, loc: object = None, program_id: tuple[int, ...] = (),
+        index: tuple[int, ...] = (), value: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.program_id = program_id
+        self.index = index
+        self.value = value

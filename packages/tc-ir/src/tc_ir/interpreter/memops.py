@@ -27,7 +27,7 @@ def _fault(state: ProgramState, op: Operation, what: str, fault: MemoryFault, po
            shape: tuple[int, ...]) -> Exception:
     flat = int(positions[fault.position]) if positions is not None else fault.position
     index = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
-    pid = _pid_for_message(state)
+    pid = pid_for_message(state)
     where = state.where(op.loc)
     elem = f"element {list(index)} of the {list(shape)} tile" if shape else "the scalar access"
     if fault.kind == "align":
@@ -41,7 +41,7 @@ def _fault(state: ProgramState, op: Operation, what: str, fault: MemoryFault, po
     )
 
 
-def _pid_for_message(state: ProgramState) -> tuple[int, ...]:
+def pid_for_message(state: ProgramState) -> tuple[int, ...]:
     rank = 3 if state.grid[2] > 1 else 2 if state.grid[1] > 1 else 1
     return state.pid[:rank]
 

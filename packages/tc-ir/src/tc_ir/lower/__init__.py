@@ -12,6 +12,7 @@ from tc_lang import ast as A
 from tc_lang import types as C
 
 from ..ops import Block, Function, Module
+from .attributes import attribute_values
 from .cleanup import prune_dead
 from .context import FnCtx, Lowerer
 from .control import setup_return
@@ -21,19 +22,12 @@ from .types_ast import decl_type, resolve_typename
 
 __all__ = ["lower", "lower_function"]
 
-_ATTR_NAMES = {
-    "multipleof": "multiple_of",
-    "multiple_of": "multiple_of",
-    "aligned": "aligned",
-    "noalias": "noalias",
-    "readonly": "readonly",
-    "writeonly": "writeonly",
-    "retune": "retune",
-}
 
+def lower(unit: A.TranslationUnit, kernel: str | None = None, *, verify: bool | None = None) -> Module:
+    """The kernel named `kernel` (default: the only or first __global__ one) as a Module.
 
-def lower(unit: A.TranslationUnit, kernel: str | None = None) -> Module:
-    """The kernel named `kernel` (default: the only or first __global__ one) as a Module."""
+    The result is verified when `verify` is true, or when it is None (the default) in debug runs
+    (Python's `__debug__`, i.e. not `python -O`): a failure there is a bug of the lowering."""
     kernels = unit.kernels()
     if kernel is None:
         if not kernels:
@@ -45,23 +39,12 @@ def lower(unit: A.TranslationUnit, kernel: str | None = None) -> Module:
             names = ", ".join(f"'{k.name}'" for k in kernels) or "none"
             unknown_name(f"no __global__ kernel named '{kernel}' (kernels: {names})", unit.loc)
         chosen = found[0]
-    return Module([lower_function(unit, chosen)])
+    module = Module([lower_function(unit, chosen)])
+    if verify if verify is not None else __debug__:
+        from ..verifier import verify as verify_ir
 
-
-def _arg_attrs(lw: Lowerer, p: A.Param) -> dict[str, int | bool]:
-    out: dict[str, int | bool] = {}
-    for a in p.attributes:
-        key = _ATTR_NAMES.get(a.name.lstrip("_"))
-        if key is None:
-            lw.fail(f"unknown attribute '{a.name}'", a.loc, BAD_OPERAND)
-        if a.value is None:
-            out[key] = True
-            continue
-        v = a.value.const if a.value.const is not None else getattr(a.value, "value", None)
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            lw.fail(f"attribute '{a.name}' needs a positive integer constant", a.loc, BAD_OPERAND)
-        out[key] = v
-    return out
+        verify_ir(module)
+    return module
 
 
 def lower_function(unit: A.TranslationUnit, f: A.FunctionDef) -> Function:
@@ -80,7 +63,7 @@ def lower_function(unit: A.TranslationUnit, f: A.FunctionDef) -> Function:
         f.name,
         body,
         arg_names=[p.name for p in f.params],
-        arg_attrs=[_arg_attrs(lw, p) for p in f.params],
+        arg_attrs=[attribute_values(lw, p.attributes) for p in f.params],
         kind="global",
         loc=floc,
     )

@@ -37,6 +37,9 @@ def lower_binary(lw: Lowerer, e: A.Binary) -> TV:
         return logical(lw, e)
     if e.op == "@":
         return matmul(lw, lw.expr(e.left), lw.expr(e.right))
+    fused = add_matmul(lw, e)
+    if fused is not None:
+        return fused
     left = lw.expr(e.left)
     right = lw.expr(e.right)
     return binary_values(lw, e.op, left, right)
@@ -136,19 +139,62 @@ def logical(lw: Lowerer, e: A.Binary) -> TV:
         with lw.b.at_end(op.else_block if is_and else op.then_block):
             lw.b.yield_([constant(lw, not is_and, bool_t).value])
         return TV(op.result, bool_t)
-    right = truth(lw, lw.expr(e.right))
+    if C.shape_of(left.ctype) and not is_pure(e.right):
+        # element-wise short circuit: memory accesses on the right happen where the left
+        # lets the right matter (left true for &&, false for ||), as in `left ? right : 0`
+        guard = left.value if is_and else lw.b.binary("xor", left.value, lw.b.constant(True, left.value.type))
+        with lw.masked_loads(guard):
+            right = truth(lw, lw.expr(e.right))
+    else:
+        right = truth(lw, lw.expr(e.right))
     shape = rules.broadcast_shapes(C.shape_of(left.ctype), C.shape_of(right.ctype))
     a, b = broadcast_all(lw, [left, right], shape)
     return TV(lw.b.binary("and" if is_and else "or", a.value, b.value), a.ctype)
 
 
-def matmul(lw: Lowerer, left: TV, right: TV) -> TV:
-    """a @ b -> dot(a, b, 0) with operands converted per rules.matmul_types (fp32: ieee)."""
+def matmul(lw: Lowerer, left: TV, right: TV, acc: TV | None = None) -> TV:
+    """a @ b -> dot(a, b, acc or 0) with operands converted per rules.matmul_types; the precision
+    is explicit in the IR ("ieee": exact fp32 products, never tf32 behind the user's back).
+    `acc` is used when it is already of the result type (`acc += a @ b`), else None is passed."""
     try:
         operand, result = rules.matmul_types(left.ctype, right.ctype)
     except rules.RuleError as err:
         lw.fail(str(err), lw.b.loc, BAD_OPERAND)
     a = convert_element(lw, left, operand).value
     b = convert_element(lw, right, operand).value
-    acc = zero(lw, result).value
-    return TV(lw.b.dot(a, b, acc, "ieee"), result)
+    acc_v = acc.value if acc is not None and acc.ctype == result else zero(lw, result).value
+    return TV(lw.b.dot(a, b, acc_v, "ieee"), result)
+
+
+def is_matmul(e: A.Expr) -> bool:
+    return isinstance(e, A.Binary) and e.op == "@"
+
+
+def accumulates(acc: C.Type, product: A.Expr) -> bool:
+    """`acc + (a @ b)` can be one dot with accumulator `acc`: the sum is computed in the
+    product's type, which `acc` already has (so fusing changes no rounding)."""
+    if not is_matmul(product) or not isinstance(product, A.Binary):
+        return False
+    lt, rt = product.left.ty, product.right.ty
+    if lt is None or rt is None:
+        return False
+    try:
+        _, result = rules.matmul_types(lt, rt)
+    except rules.RuleError:
+        return False
+    return acc == result
+
+
+def add_matmul(lw: Lowerer, e: A.Binary) -> TV | None:
+    """`x + a @ b` / `a @ b + x` as dot(a, b, x) when `accumulates` allows, else None."""
+    if e.op != "+":
+        return None
+    if is_matmul(e.right) and e.left.ty is not None and accumulates(e.left.ty, e.right):
+        assert isinstance(e.right, A.Binary)
+        acc = lw.expr(e.left)
+        return matmul(lw, lw.expr(e.right.left), lw.expr(e.right.right), acc)
+    if is_matmul(e.left) and e.right.ty is not None and accumulates(e.right.ty, e.left):
+        assert isinstance(e.left, A.Binary)
+        a, b = lw.expr(e.left.left), lw.expr(e.left.right)
+        return matmul(lw, a, b, lw.expr(e.right))
+    return None

@@ -14,7 +14,7 @@ from tc_lang import types as C
 
 from .context import TV, Lowerer
 from .errors import BAD_CALL, unknown_name
-from .memory import _shape
+from .memory import _masked, _shape, implicit_mask
 from .typemap import is_float, is_signed
 from .values import broadcast_all, convert, truth
 
@@ -187,6 +187,7 @@ def _atomic_rmw(lw: Lowerer, e: A.Call) -> TV:
     args = _args(lw, e, 2, 3)
     ptr, (val,), mask, t = _pointer_operands(lw, e, args[0], [args[1]], args[2] if len(args) == 3 else None)
     kind = ATOMIC_RMW[e.func]
+    mask_v = _masked(lw, C.shape_of(ptr.ctype), mask.value if mask else None, "atomic")
     if kind in ("add", "max", "min"):
         if is_float(t):
             kind = "f" + kind
@@ -194,13 +195,21 @@ def _atomic_rmw(lw: Lowerer, e: A.Call) -> TV:
             kind = "u" + kind
     elif is_float(t) and kind != "xchg":
         lw.fail(f"'{e.func}' needs integer values", e.loc, BAD_CALL)
-    old = lw.b.atomic_rmw(kind, ptr.value, val.value, mask.value if mask else None)
+    old = lw.b.atomic_rmw(kind, ptr.value, val.value, mask_v)
     return TV(old, t)
 
 
 def _atomic_cas(lw: Lowerer, e: A.Call) -> TV:
     p, c, v = _args(lw, e, 3)
     ptr, (cmp, val), _mask, t = _pointer_operands(lw, e, p, [c, v], None)
+    if implicit_mask(lw, C.shape_of(ptr.ctype), "atomic") is not None:
+        lw.fail(
+            "'atomic_cas' has no mask, so it cannot be in a branch of an element-wise '?:' "
+            "(or the right operand of a tile '&&' / '||')",
+            e.loc,
+            BAD_CALL,
+            hint="compute the condition first and run atomic_cas unconditionally, or use a scalar if",
+        )
     return TV(lw.b.atomic_cas(ptr.value, cmp.value, val.value), t)
 
 

@@ -29,6 +29,16 @@ class TV:
     ctype: C.Type
 
 
+@attrs.frozen
+class MaskBarrier:
+    """Pushed on `Lowerer.load_masks` around a construct that is not element-wise (a reduction,
+    permutation, reshape, matrix product, helper call): the lanes of a load under it do not
+    line up with the lanes of the enclosing `?:`, so its condition cannot mask them."""
+
+    what: str
+    loc: Location | None
+
+
 @attrs.define
 class LoopCtx:
     """Flags of the innermost loop: set by break / continue (None when the loop has none)."""
@@ -56,8 +66,9 @@ class Lowerer:
         self.b = Builder()
         self.env = Env()
         self.fn = FnCtx("<none>", None)
-        #: Masks (i1 tiles) that loads get while lowering the branches of a tile `?:`.
-        self.load_masks: list[Value] = []
+        #: Masks (i1 tiles) that memory accesses get while lowering the branches of a tile `?:`
+        #: (and the right operand of a tile && / ||), with barriers where lanes stop lining up.
+        self.load_masks: list[Value | MaskBarrier] = []
         #: Helpers being inlined (to refuse recursion).
         self.inlining: list[str] = []
 
@@ -67,7 +78,37 @@ class Lowerer:
         from .expressions import lower_expr
 
         with self.b.location(e.loc if e.loc.line > 0 else None):
-            return lower_expr(self, e)
+            barrier = self._barrier_for(e) if self.load_masks else None
+            if barrier is None:
+                return lower_expr(self, e)
+            self.load_masks.append(MaskBarrier(barrier, e.loc if e.loc.line > 0 else self.b.loc))
+            try:
+                return lower_expr(self, e)
+            finally:
+                self.load_masks.pop()
+
+    def _barrier_for(self, e: A.Expr) -> str | None:
+        """What makes `e` not element-wise with respect to its operands (None: it is)."""
+        if isinstance(e, A.Subscript):
+            return "a subscript (reduction, permutation or newaxis)"
+        if isinstance(e, A.Unary) and e.op == "^":
+            return "a transposition '^'"
+        if isinstance(e, A.Binary) and e.op == "@":
+            return "a matrix product '@'"
+        if isinstance(e, A.Call):
+            helper = self.unit.function(e.func)
+            if helper is not None and helper.kind != "global":
+                return f"a call of the helper '{e.func}'"
+        if isinstance(e, A.Cast):
+            src = e.operand.ty
+            dst = e.ty
+            if src is None or dst is None:
+                return None if e.type.dims is None else "a tile cast"
+            s, d = C.shape_of(src), C.shape_of(dst)
+            padded = (1,) * (len(d) - len(s)) + s
+            if len(s) > len(d) or not all(a in (1, b) for a, b in zip(padded, d)):
+                return "a reshaping tile cast"
+        return None
 
     def expr(self, e: A.Expr) -> TV:
         tv = self.expr_or_void(e)

@@ -16,14 +16,16 @@ from ..ops import Value
 
 
 class Var:
-    """A variable: its C type (fixed at declaration) and its current SSA value."""
+    """A variable: its C type (fixed at declaration), its current SSA value and the facts its
+    declaration's attributes vouch for (`{"multiple_of": 8}`), re-asserted at every assignment."""
 
-    __slots__ = ("name", "ctype", "value")
+    __slots__ = ("name", "ctype", "value", "facts")
 
-    def __init__(self, name: str, ctype: C.Type, value: Value) -> None:
+    def __init__(self, name: str, ctype: C.Type, value: Value, facts: dict[str, int] | None = None) -> None:
         self.name = name
         self.ctype = ctype
         self.value = value
+        self.facts: dict[str, int] = facts or {}
 
     def __repr__(self) -> str:
         return f"Var({self.name}: {self.ctype})"
@@ -43,8 +45,8 @@ class Env:
         finally:
             self.scopes.pop()
 
-    def declare(self, name: str, ctype: C.Type, value: Value) -> Var:
-        var = Var(name, ctype, value)
+    def declare(self, name: str, ctype: C.Type, value: Value, facts: dict[str, int] | None = None) -> Var:
+        var = Var(name, ctype, value, facts)
         self.scopes[-1][name] = var
         return var
 

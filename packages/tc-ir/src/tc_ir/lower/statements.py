@@ -7,6 +7,7 @@ from tc_lang import ast as A
 from ..ops import OpResult
 from . import control
 from .context import Lowerer
+from .attributes import assert_facts, local_facts
 from .types_ast import decl_type
 from .values import convert, zero
 
@@ -38,10 +39,16 @@ def lower_stmt(lw: Lowerer, s: A.Stmt) -> None:
 
 
 def declare(lw: Lowerer, d: A.Decl) -> None:
-    """`T x[dims] = init`: the initialiser converted to the declared type (0 without one)."""
+    """`T x[dims] attrs = init`: the initialiser converted to the declared type (0 without one),
+    through a tc.assume when the attributes state facts about the value."""
     t = decl_type(lw, d)
+    facts = local_facts(lw, d, t)
     with lw.b.location(d.loc if d.loc.line > 0 else None):
         value = convert(lw, lw.expr(d.init), t) if d.init is not None else zero(lw, t)
-    if isinstance(value.value, OpResult) and value.value.name_hint is None:
-        value.value.name_hint = d.name
-    lw.env.declare(d.name, t, value.value)
+        v = value.value
+        if facts:
+            v = assert_facts(lw, v, facts)
+            v.name_hint = None
+    if isinstance(v, OpResult) and v.name_hint is None:
+        v.name_hint = d.name
+    lw.env.declare(d.name, t, v, facts)

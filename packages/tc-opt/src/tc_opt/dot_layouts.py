@@ -1,0 +1,103 @@
+"""Layouts of the tensor-core path: which dots run on mma.sync, the Mma accumulator layout
+(warps spread over the tile), the DotOperand layouts of A and B, and the swizzled Shared layout
+their tiles are staged in.
+
+mma.sync m16n8k16 (fp16/bf16) and m16n8k8 (tf32) both accumulate a 16x8 fp32 tile per warp and
+instruction; a warp repeats the instruction over its part of the tile. The Shared layout makes the
+16-byte chunks of a row XOR-swizzled by the row's phase, so that 8 consecutive rows read at the
+same column by ldmatrix, and the 16-byte cp.async writes of a warp, hit 8 different bank groups.
+"""
+
+from __future__ import annotations
+
+from tc_ir.layouts import DotOperand, Layout, Mma, Shared
+from tc_ir.ops import DotOp
+from tc_ir.types import ElementType, ScalarType, TileType
+
+#: The accumulator block one mma.sync instruction computes per warp.
+INSTR_SHAPE = (16, 8)
+
+
+def instr_k(element: ElementType) -> int:
+    """K of one mma instruction: 16 for 16-bit operands, 8 for tf32."""
+    return 16 if element.bits == 16 else 8
+
+
+def uses_mma(op: DotOp) -> bool:
+    """fp16/bf16 dots (and fp32 dots with precision tf32) with fp32 accumulators and tile sizes
+    the instruction divides run on tensor cores; everything else on FMA units."""
+    a, b, c = (v.type for v in op.operands)
+    if not (isinstance(a, TileType) and isinstance(b, TileType) and isinstance(c, TileType)):
+        return False
+    e = a.element
+    if not isinstance(e, ScalarType) or c.element != ScalarType("f32"):
+        return False
+    if e.name in ("f16", "bf16"):
+        pass
+    elif e.name == "f32" and op.precision == "tf32":
+        pass
+    else:
+        return False
+    (m, k), (_, n) = a.shape, b.shape
+    return m % 16 == 0 and n % 8 == 0 and k % instr_k(e) == 0
+
+
+def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int]:
+    """Warps along M and N: the warps split the tile into blocks as square as the 16x8
+    instruction shape allows (fewer operand loads per mma), M first on ties."""
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        rows = m // (16 * wm)  # instruction blocks per warp along M
+        cols = n // (8 * wn)
+        if rows >= 2 and (rows >= cols // 2 or cols < 2):
+            wm *= 2
+        elif cols >= 2:
+            wn *= 2
+        else:
+            wm *= 2  # more warps than blocks: the extra warps repeat the work
+    return wm, wn
+
+
+def mma_layout(m: int, n: int, num_warps: int) -> Mma:
+    wm, wn = mma_warps(m, n, num_warps)
+    return Mma(2, (wm, wn), INSTR_SHAPE)
+
+
+def dot_result_layout(op: DotOp, num_warps: int) -> Layout | None:
+    """The layout a dot's result is anchored to (None: left to propagation, the FMA path)."""
+    if not uses_mma(op):
+        return None
+    c = op.operands[2].type
+    assert isinstance(c, TileType)
+    return mma_layout(c.shape[0], c.shape[1], num_warps)
+
+
+def dot_operand_layout(parent: Layout, index: int, element: ElementType) -> DotOperand:
+    """Operand `index` of a dot whose result has layout `parent`. k_width: elements of K per
+    32-bit register (2 for 16-bit operands of mma, 1 otherwise)."""
+    k_width = max(1, 32 // element.bits) if isinstance(parent, Mma) else 1
+    return DotOperand(parent, index, k_width)
+
+
+def shared_layout(shape: tuple[int, ...], order: tuple[int, ...], element: ElementType, swizzle: bool) -> Shared:
+    """A Shared layout for a tile stored with dimension order[0] contiguous. With `swizzle` the
+    16-byte chunks of each row are XOR-permuted (conflict-free ldmatrix and cp.async)."""
+    if not swizzle:
+        return Shared(1, 1, 1, order)
+    eb = max(1, element.bits // 8)
+    vec = max(1, 16 // eb)
+    row_bytes = shape[order[0]] * eb
+    if row_bytes < 16:
+        return Shared(1, 1, 1, order)
+    per_phase = max(1, 128 // row_bytes)
+    max_phase = max(1, min(8 // per_phase, row_bytes // 16))
+    return Shared(vec, per_phase, max_phase, order)
+
+
+def register_order(t: TileType) -> tuple[int, ...]:
+    """The memory order a register tile's layout prefers (its fastest dimension first)."""
+    lay = t.layout
+    order = getattr(lay, "order", None)
+    if isinstance(order, tuple) and len(order) == t.rank:
+        return order
+    return tuple(range(t.rank - 1, -1, -1))

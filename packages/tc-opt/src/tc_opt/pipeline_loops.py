@@ -1,0 +1,275 @@
+"""Software pipelining: loads in a `tc.for` that feed shared-memory dot operands become cp.async
+copies into `num_stages` shared buffers, issued `num_stages - 1` iterations ahead.
+
+For each such load L (its one user a `local_alloc(L)` in the same body):
+- stage 0 is the backward slice of L's pointer and mask inside the body, closed over the loop-carried
+  values it reads (their yields join the slice). It may not contain loads, side effects or regions.
+- before the loop, stage 0 runs for iterations 0 .. S-2 (cloned), each copying into buffer slot s,
+  one commit group per iteration;
+- in the loop body: `async_wait(S-2)`, a barrier, the reads of slot i % S (the local_alloc becomes a
+  subview), then stage 0 of iteration i + S - 1 (cloned, on extra loop-carried "ahead" values)
+  copying into slot (i + S - 1) % S, and a commit;
+- after the loop `async_wait(0)` (the copies of iterations past the end are masked, but still write).
+The copies of iterations that do not exist are masked off (cp.async with src-size 0 reads nothing).
+The barrier both publishes every thread's copies of slot i and proves that all threads finished
+reading slot (i - 1) % S, which this iteration overwrites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tc_ir.layouts import Blocked, Shared
+from tc_ir.ops import (
+    AsyncCommitGroupOp,
+    AsyncCopyOp,
+    AsyncWaitOp,
+    BarrierOp,
+    BinaryOp,
+    Block,
+    BlockArgument,
+    CmpOp,
+    ConstantOp,
+    ForOp,
+    Function,
+    LoadOp,
+    LocalAllocOp,
+    LocalSubviewOp,
+    Module,
+    Operation,
+    SelectOp,
+    SplatOp,
+    Value,
+)
+from tc_ir.types import I1, I32, IRType, PointerType, ScalarType, TileType
+
+from .axis_info import AxisAnalysis
+from .ir_utils import constant_of, replace_uses, uses
+from .pass_manager import Pass
+
+
+def copy_bytes(load: LoadOp, shared: Shared, axes: AxisAnalysis) -> int:
+    """Bytes one cp.async of this load can move (4, 8 or 16), 0 when it cannot use cp.async."""
+    ptr = load.operands[0]
+    t = ptr.type
+    if not isinstance(t, TileType) or not isinstance(t.layout, Blocked):
+        return 0
+    pe = t.element
+    if not isinstance(pe, PointerType) or not isinstance(pe.pointee, ScalarType):
+        return 0
+    eb = pe.pointee.bytes
+    fast = t.layout.order[0]
+    if shared.order[0] != fast:
+        return 0
+    info = axes.info(ptr)
+    vec = min(t.layout.size_per_thread[fast], info.contiguity[fast], max(1, info.divisibility[fast] // eb), 16 // eb)
+    if shared.vec > 1:
+        vec = min(vec, shared.vec)
+    if len(load.operands) > 1:
+        vec = min(vec, axes.info(load.operands[1]).constancy[fast])
+    p = 1
+    while p * 2 <= vec:
+        p *= 2
+    nbytes = p * eb
+    return nbytes if nbytes >= 4 else 0
+
+
+def _zero_other(load: LoadOp) -> bool:
+    if len(load.operands) < 3:
+        return True
+    c = constant_of(load.operands[2])
+    return c is not None and not c
+
+
+def candidates(loop: ForOp, axes: AxisAnalysis) -> list[tuple[LoadOp, LocalAllocOp]]:
+    body = loop.body
+    users = uses(body)
+    out: list[tuple[LoadOp, LocalAllocOp]] = []
+    for op in body.ops:
+        if not isinstance(op, LoadOp) or not isinstance(op.result.type, TileType) or op.volatile:
+            continue
+        us = users.get(op.result, [])
+        if len(us) != 1 or not isinstance(us[0], LocalAllocOp) or us[0].parent is not body:
+            continue
+        at = us[0].result.type
+        assert isinstance(at, TileType)
+        if not isinstance(at.layout, Shared) or not _zero_other(op) or copy_bytes(op, at.layout, axes) == 0:
+            continue
+        out.append((op, us[0]))
+    return out
+
+
+def stage0(loop: ForOp, loads: Sequence[LoadOp]) -> tuple[list[Operation], list[int]] | None:
+    """The ops computing the loads' pointers and masks (body order) and the indices of the block
+    arguments they carry from iteration to iteration; None when the slice cannot run ahead."""
+    body = loop.body
+    term = body.terminator
+    assert term is not None
+    defs = {r: op for op in body.ops for r in op.results}
+    in_slice: set[Operation] = set()
+    carried: set[int] = set()
+    todo: list[Value] = [v for ld in loads for v in ld.operands[:2]]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, BlockArgument) and v.block is body:
+            if v.index > 0 and v.index not in carried:
+                carried.add(v.index)
+                todo.append(term.operands[v.index - 1])
+            continue
+        op = defs.get(v)
+        if op is None or op in in_slice:
+            continue
+        if op.HAS_SIDE_EFFECTS or op.regions or isinstance(op, LoadOp) or op in loads:
+            return None
+        in_slice.add(op)
+        todo.extend(op.operands)
+    return [op for op in body.ops if op in in_slice], sorted(carried)
+
+
+class _Emitter:
+    """Creates ops at a fixed place in a block."""
+
+    def __init__(self, block: Block, index: int) -> None:
+        self.block = block
+        self.index = index
+
+    def add(self, op: Operation) -> Operation:
+        self.block.insert(self.index, op)
+        self.index += 1
+        return op
+
+    def const(self, t: IRType, value: int) -> Value:
+        return self.add(ConstantOp.create([], [t], {"value": value})).result
+
+    def binary(self, kind: str, a: Value, b: Value) -> Value:
+        return self.add(BinaryOp.create([a, b], [a.type], {"kind": kind})).result
+
+    def cmp(self, pred: str, a: Value, b: Value) -> Value:
+        return self.add(CmpOp.create([a, b], [I1], {"predicate": pred})).result
+
+    def select(self, c: Value, a: Value, b: Value) -> Value:
+        return self.add(SelectOp.create([c, a, b], [a.type])).result
+
+    def clone(self, ops: Sequence[Operation], mapping: dict[Value, Value]) -> None:
+        for op in ops:
+            new = type(op).create(
+                [mapping.get(v, v) for v in op.operands], [r.type for r in op.results], op.attributes(), loc=op.loc
+            )
+            self.add(new)
+            for r, nr in zip(op.results, new.results):
+                nr.name_hint = r.name_hint
+                mapping[r] = nr
+
+    def copy(self, load: LoadOp, mapping: dict[Value, Value], valid: Value, view: Value) -> None:
+        ptr = mapping.get(load.operands[0], load.operands[0])
+        pt = ptr.type
+        assert isinstance(pt, TileType)
+        mt = TileType(pt.shape, I1, pt.layout)
+        mask = self.add(SplatOp.create([valid], [mt])).result
+        if len(load.operands) > 1:
+            mask = self.binary("and", mapping.get(load.operands[1], load.operands[1]), mask)
+        self.add(AsyncCopyOp.create([ptr, view, mask], [], loc=load.loc))
+
+    def subview(self, buf: Value, index: Value, t: IRType) -> Value:
+        return self.add(LocalSubviewOp.create([buf, index], [t])).result
+
+    def next_slot(self, slot: Value, stages: int) -> Value:
+        one = self.const(I32, 1)
+        n = self.binary("add", slot, one)
+        wrap = self.cmp("eq", n, self.const(I32, stages))
+        return self.select(wrap, self.const(I32, 0), n)
+
+
+def _buffer_type(t: TileType, stages: int) -> TileType:
+    lay = t.layout
+    assert isinstance(lay, Shared)
+    order = tuple(d + 1 for d in lay.order) + (0,)
+    return TileType((stages, *t.shape), t.element, Shared(lay.vec, lay.per_phase, lay.max_phase, order))
+
+
+def pipeline_loop(f: Function, loop: ForOp, stages: int, axes: AxisAnalysis) -> bool:
+    """Pipeline `loop` in place (replaced by a new for op); False when it has nothing to pipeline."""
+    pairs = candidates(loop, axes)
+    if not pairs:
+        return False
+    sliced = stage0(loop, [ld for ld, _ in pairs])
+    if sliced is None:
+        return False
+    ops, carried = sliced
+    parent = loop.parent
+    assert parent is not None
+    body = loop.body
+    term = body.terminator
+    assert term is not None
+    args = body.args
+    lb, ub, step = loop.operands[:3]
+    ivt = args[0].type
+    dist = stages - 1
+    pre = _Emitter(parent, parent.ops.index(loop))
+    bufs = []
+    for _, alloc in pairs:
+        at = alloc.result.type
+        assert isinstance(at, TileType)
+        bufs.append(pre.add(LocalAllocOp.create([], [_buffer_type(at, stages)], loc=alloc.loc)).result)
+    # prologue: iterations 0 .. stages-2
+    env: dict[int, Value] = {j: loop.operands[3 + j - 1] for j in carried}
+    for s in range(dist):
+        iv = lb if s == 0 else pre.binary("add", lb, pre.binary("mul", step, pre.const(ivt, s)))
+        mapping: dict[Value, Value] = {args[0]: iv, **{args[j]: env[j] for j in carried}}
+        pre.clone(ops, mapping)
+        valid = pre.cmp("slt", iv, ub)
+        slot = pre.const(I32, s)
+        for (ld, alloc), buf in zip(pairs, bufs):
+            pre.copy(ld, mapping, valid, pre.subview(buf, slot, alloc.result.type))
+        pre.add(AsyncCommitGroupOp.create([], []))
+        env = {j: mapping.get(term.operands[j - 1], term.operands[j - 1]) for j in carried}
+    # the loop: extra carried values (stage 0 inputs of iteration i + dist, and the two slots)
+    ahead = {j: body.add_arg(args[j].type, f"{args[j].name_hint or 'v'}_ahead") for j in carried}
+    read = body.add_arg(I32, "read_slot")
+    write = body.add_arg(I32, "write_slot")
+    top = _Emitter(body, 0)
+    top.add(AsyncWaitOp.create([], [], {"pending": stages - 2}))
+    top.add(BarrierOp.create([], []))
+    for (ld, alloc), buf in zip(pairs, bufs):
+        view = top.subview(buf, read, alloc.result.type)
+        replace_uses(body, alloc.result, view)
+        body.remove(alloc)
+        body.remove(ld)
+    iv = top.binary("add", args[0], top.binary("mul", step, top.const(ivt, dist)))
+    mapping = {args[0]: iv, **{args[j]: ahead[j] for j in carried}}
+    top.clone(ops, mapping)
+    valid = top.cmp("slt", iv, ub)
+    for (ld, alloc), buf in zip(pairs, bufs):
+        top.copy(ld, mapping, valid, top.subview(buf, write, alloc.result.type))
+    top.add(AsyncCommitGroupOp.create([], []))
+    tail = _Emitter(body, body.ops.index(term))
+    nxt = [mapping.get(term.operands[j - 1], term.operands[j - 1]) for j in carried]
+    term.operands = [*term.operands, *nxt, tail.next_slot(read, stages), tail.next_slot(write, stages)]
+    inits = [*loop.operands, *(env[j] for j in carried), pre.const(I32, 0), pre.const(I32, dist % stages)]
+    body.parent = None
+    new = ForOp.create(inits, [a.type for a in body.args[1:]], loop.attributes(), [body], loop.loc)
+    pre.add(new)
+    for old_r, new_r in zip(loop.results, new.results):
+        new_r.name_hint = old_r.name_hint
+        replace_uses(f.body, old_r, new_r)
+    parent.remove(loop)
+    parent.insert(parent.ops.index(new) + 1, AsyncWaitOp.create([], [], {"pending": 0}))
+    return True
+
+
+class PipelineLoops(Pass):
+    """cp.async multi-buffering of the dot-operand loads of loops (num_stages >= 2)."""
+
+    name = "pipeline-loops"
+
+    def run(self, module: Module) -> None:
+        stages = self.options.num_stages
+        if stages < 2:
+            return
+        for f in module.functions:
+            loops = [op for op in f.walk() if isinstance(op, ForOp)]
+            if not loops:
+                continue
+            axes = AxisAnalysis(f)
+            for loop in loops:
+                pipeline_loop(f, loop, stages, axes)

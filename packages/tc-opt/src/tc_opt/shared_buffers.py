@@ -1,0 +1,33 @@
+"""Shared-memory buffers made by local_alloc: their size, and every op that touches one through
+its views (subview, local_trans). The allocator keeps a buffer alive until its last such user
+(to the end of a loop that uses it without defining it)."""
+
+from __future__ import annotations
+
+from tc_ir.ops import LocalAllocOp, LocalSubviewOp, LocalTransOp, Operation, Value
+from tc_ir.types import PointerType, TileType
+
+VIEWS = (LocalSubviewOp, LocalTransOp)
+
+
+def buffer_bytes(op: Operation) -> int:
+    """Bytes of the buffer a local_alloc makes (0 for other ops)."""
+    if not isinstance(op, LocalAllocOp):
+        return 0
+    t = op.result.type
+    assert isinstance(t, TileType)
+    e = t.element
+    return t.numel * (8 if isinstance(e, PointerType) else e.bytes)
+
+
+def buffer_users(op: Operation, users: dict[Value, list[Operation]]) -> list[Operation]:
+    """The ops that read or write the buffer of `op` (a local_alloc), directly or through views."""
+    out: list[Operation] = []
+    todo = [op.result]
+    while todo:
+        v = todo.pop()
+        for u in users.get(v, []):
+            out.append(u)
+            if isinstance(u, VIEWS):
+                todo.append(u.result)
+    return out

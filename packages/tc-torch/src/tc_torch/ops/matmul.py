@@ -1,0 +1,201 @@
+"""Matrix multiplication, 2-D and batched, as a differentiable op: the tutorial's kernel (grouped
+program ordering, masked store, auto-tuned per (M, N, K)) with the spec's macro scheme for the four
+transposition variants.
+
+The variant of each operand follows its memory layout: a row-major operand is read as is, a
+column-major one (e.g. `a.t()` of a contiguous `a`) through the transposed variant (`USE_A=^a`),
+without a copy; any other layout is copied first. The backward passes dC @ B^T and A^T @ dC are
+the same kernel on transposed views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.autograd.function import once_differentiable
+
+import tc_runtime as tc
+
+from ..devices import FLOAT_DTYPES, acc_type, check_extent, check_tensor, device_of, launch, tc_type
+from ..library import get_kernel
+
+OP = "tc_torch.matmul"
+PRECISIONS = ("ieee", "tf32")
+
+#: The defines of each operand variant (the spec's option list; see kernels/matmul.tc).
+A_VARIANTS = {
+    False: {"USE_A": "a", "STRIDE_AK": "1", "STRIDE_AM": "lda", "BROADCAST_AK": "newaxis,:",
+            "BROADCAST_AM": ":,newaxis", "SHAPE_A": "MB,KB"},
+    True: {"USE_A": "^a", "STRIDE_AK": "lda", "STRIDE_AM": "1", "BROADCAST_AK": ":,newaxis",
+           "BROADCAST_AM": "newaxis,:", "SHAPE_A": "KB,MB"},
+}
+B_VARIANTS = {
+    False: {"USE_B": "b", "STRIDE_BK": "ldb", "STRIDE_BN": "1", "BROADCAST_BK": ":,newaxis",
+            "BROADCAST_BN": "newaxis,:", "SHAPE_B": "KB,NB"},
+    True: {"USE_B": "^b", "STRIDE_BK": "1", "STRIDE_BN": "ldb", "BROADCAST_BK": "newaxis,:",
+           "BROADCAST_BN": ":,newaxis", "SHAPE_B": "NB,KB"},
+}
+
+
+def _cfg(mb: int, nb: int, kb: int, warps: int, stages: int) -> tc.Config:
+    return tc.config(defines={"MB": mb, "NB": nb, "KB": kb}, num_warps=warps, num_stages=stages)
+
+
+#: Tensor-core configurations (half, bf16): the tutorial's eight, plus larger tiles for sm_90.
+TENSOR_CORE_CONFIGS = [
+    _cfg(128, 128, 32, 4, 3), _cfg(64, 128, 32, 4, 3), _cfg(128, 64, 32, 4, 3),
+    _cfg(64, 64, 64, 4, 3), _cfg(32, 128, 64, 4, 3), _cfg(128, 32, 64, 4, 3),
+    _cfg(64, 32, 64, 2, 3), _cfg(32, 64, 64, 2, 3),
+    _cfg(128, 256, 64, 8, 3), _cfg(256, 128, 64, 8, 3), _cfg(128, 128, 64, 4, 4),
+    _cfg(64, 256, 32, 4, 4),
+]
+#: float32 (ieee) and float64: CUDA-core products, smaller tiles.
+FMA_CONFIGS = [
+    _cfg(64, 64, 32, 4, 3), _cfg(128, 64, 32, 4, 3), _cfg(64, 128, 32, 4, 3),
+    _cfg(128, 128, 16, 8, 3), _cfg(32, 64, 32, 2, 3), _cfg(64, 32, 32, 2, 3),
+]
+#: The interpreter: one small configuration (timing configs there would only cost time).
+CPU_CONFIG = _cfg(32, 32, 16, 4, 1)
+
+
+def configs_for(dtype: torch.dtype, device: torch.device) -> list[tc.Config]:
+    if device.type == "cpu":
+        return [CPU_CONFIG]
+    return TENSOR_CORE_CONFIGS if dtype in (torch.float16, torch.bfloat16) else FMA_CONFIGS
+
+
+def kernel_for(dtype: torch.dtype, trans_a: bool, trans_b: bool, device: torch.device,
+               configs: list[tc.Config] | None = None) -> tc.Kernel:
+    """The matmul kernel of one (dtype, variant, device), auto-tuned over `configs` on (M, N, K)."""
+    defines: dict[str, object] = {"TYPE": tc_type(dtype, OP, FLOAT_DTYPES), "ACC": acc_type(dtype),
+                                  **A_VARIANTS[trans_a], **B_VARIANTS[trans_b]}
+    cfgs = configs if configs is not None else configs_for(dtype, device)
+    if len(cfgs) == 1:
+        c = cfgs[0]
+        return get_kernel("matmul", "matmul", device, {**defines, **c.defines}, c.num_warps,
+                          c.num_stages)
+    return get_kernel("matmul", "matmul", device, defines, configs=cfgs, key=["M", "N", "K"])
+
+
+def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
+    """(tensor, transposed, leading dimension) of the matrices in the last two dims of t."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    if t.stride(-1) == 1 or cols == 1:
+        return t, False, max(int(t.stride(-2)), cols) if rows > 1 else max(cols, 1)
+    if t.stride(-2) == 1 or rows == 1:
+        return t, True, max(int(t.stride(-1)), rows) if cols > 1 else max(rows, 1)
+    t = t.contiguous()
+    return t, False, max(cols, 1)
+
+
+def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+               configs: list[tc.Config] | None = None) -> torch.Tensor:
+    """c = a @ b for a (Z|1, M, K), b (Z|1, K, N) and a contiguous c (Z, M, N); a batch of 1 is
+    broadcast (batch stride 0). No autograd."""
+    device = device_of([c, a, b], OP)
+    z, m, n = c.shape
+    k = a.shape[-1]
+    if c.numel() == 0:
+        return c
+    a, ta, lda = _layout(a)
+    b, tb, ldb = _layout(b)
+    check_extent(OP, a, b, c)
+    if z > 65535:
+        raise ValueError(f"{OP}: a batch of {z} matrices is more than the grid allows (65535)")
+    kern = kernel_for(a.dtype, ta, tb, device, configs)
+    saz = int(a.stride(0)) if a.shape[0] > 1 else 0
+    sbz = int(b.stride(0)) if b.shape[0] > 1 else 0
+
+    def grid(opt: tc.Options) -> tuple[int, int]:
+        return tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB), z
+
+    launch(kern, device, grid, a, b, c, m, n, k, lda, ldb, max(n, 1), saz, sbz, m * n)
+    return c
+
+
+def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b for 2-D or 3-D operands (a batch of 1 or a 2-D operand broadcasts)."""
+    a3 = a if a.dim() == 3 else a.unsqueeze(0)
+    b3 = b if b.dim() == 3 else b.unsqueeze(0)
+    z = max(a3.shape[0], b3.shape[0])
+    c = torch.empty((z, a3.shape[1], b3.shape[2]), dtype=a.dtype, device=a.device)
+    matmul_out(c, a3, b3)
+    return c if a.dim() == 3 or b.dim() == 3 else c[0]
+
+
+class _Matmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        return _mm(a, b)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, dc: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        a, b = ctx.saved_tensors
+        dc = dc.to(a.dtype)
+        da = db = None
+        a_batched = a.dim() == 3 and a.shape[0] > 1
+        b_batched = b.dim() == 3 and b.shape[0] > 1
+        if ctx.needs_input_grad[0]:
+            bt = b.transpose(-1, -2)
+            if a_batched or not b_batched:  # same batch as dC: one product per batch
+                da = _mm(dc, bt)
+                if da.dim() == 3 and a.dim() == 3 and a.shape[0] == 1 and da.shape[0] != 1:
+                    da = da.sum(0, keepdim=True)
+            else:  # a broadcast over b's batch
+                be = b if b.dim() == 3 else b.unsqueeze(0)
+                da = _mm(dc.transpose(0, 1).reshape(dc.shape[1], -1),
+                         be.transpose(-1, -2).reshape(-1, be.shape[1]))
+                da = da.reshape(a.shape)
+        if ctx.needs_input_grad[1]:
+            at = a.transpose(-1, -2)
+            if b_batched or not a_batched:
+                db = _mm(at, dc)
+                if db.dim() == 3 and b.dim() == 3 and b.shape[0] == 1 and db.shape[0] != 1:
+                    db = db.sum(0, keepdim=True)
+            else:  # b broadcast over a's batch: A' [K, Z*M] @ dC' [Z*M, N]
+                ae = a.contiguous()
+                db = _mm(ae.reshape(-1, ae.shape[-1]).t(), dc.reshape(-1, dc.shape[-1]))
+                db = db.reshape(b.shape)
+        return da, db
+
+
+def _check(a: object, b: object, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = check_tensor(a, OP, "a")
+    b = check_tensor(b, OP, "b")
+    if precision not in PRECISIONS:
+        raise ValueError(f"{OP}: precision must be 'ieee' or 'tf32', got {precision!r}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"{OP}: the operands have different dtypes ({a.dtype} and {b.dtype}); "
+                        f"convert one first")
+    tc_type(a.dtype, OP, FLOAT_DTYPES)
+    if precision == "tf32":
+        if a.dtype != torch.float32:
+            raise ValueError(f"{OP}: precision='tf32' applies to float32 operands, got {a.dtype}")
+        raise NotImplementedError(
+            f"{OP}: precision='tf32' needs a way to ask for a tf32 product in Triton-C, which the "
+            f"language does not have yet; use precision='ieee' (exact float32 products)")
+    if a.dim() not in (2, 3) or b.dim() not in (2, 3):
+        raise ValueError(f"{OP}: operands must be 2-D matrices or 3-D batches of matrices, got "
+                         f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"{OP}: incompatible dimensions, {tuple(a.shape)} @ {tuple(b.shape)} "
+                         f"(a.shape[-1] = {a.shape[-1]} but b.shape[-2] = {b.shape[-2]})")
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0] and 1 not in (a.shape[0],
+                                                                                 b.shape[0]):
+        raise ValueError(f"{OP}: batch sizes {a.shape[0]} and {b.shape[0]} do not broadcast")
+    device_of([a, b], OP)
+    return a, b
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:
+    """a @ b for 2-D matrices or 3-D batches (a batch of 1 or a 2-D operand broadcasts), in
+    float32, float16, bfloat16 or float64, differentiable. Products accumulate in float32 (float64
+    for float64). `precision` is the float32 product: "ieee" (exact; the default) or "tf32"."""
+    a, b = _check(a, b, precision)
+    if not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+        return _mm(a, b)
+    apply: Any = _Matmul.apply
+    out: torch.Tensor = apply(a, b)
+    return out
