@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import compiler
+from .options import Options
 from .signature import Signature, is_pointer
 
 #: Pointee kind -> numpy dtype name, to compare the outputs of auto-tuning configurations.
@@ -28,6 +29,8 @@ class CpuKernel:
         self.source = source
         kinds = [str(a.type) for a in function.args]
         self.signature = Signature(function.name, kinds, list(function.arg_names) or None)
+        #: the `opt` of grid callables (set by the kernel to its configuration's)
+        self.opt = Options({}, 4, 3)
 
     def ir_text(self) -> str:
         printer = compiler.require("tc_ir", "print_module")

@@ -1,26 +1,31 @@
-"""Kernel objects: Triton-C source + defines, compiled per (device arch, argument specialization),
-cached in memory and on disk, launched with a grid.
+"""Kernel objects: Triton-C source + defines, compiled per (configuration, argument
+specialization), cached in memory and on disk, auto-tuned, launched with a grid.
 
     k = tc.kernel(src, device="cuda:0", defines={"TYPE": "float", "BLOCK": 1024})
     k(z_ptr, x_ptr, y_ptr, N, grid=lambda opt: (tc.cdiv(N, opt.BLOCK),))
 
-The launch path after the first call is: specialization key of the integer/pointer arguments, a
-dict look-up, the grid, one `struct.pack_into` and one cuLaunchKernel.
+The launch path of a kernel already chosen for its arguments is: one generated key function (the
+specialization codes and the auto-tuning key values), one dict look-up, the grid, the stream
+getter chosen once, one `struct.pack_into` into the variant's parameter buffer and one
+cuLaunchKernel. Everything else (argument checking with clear errors, compiling, tuning) happens
+on the slow path, which runs only when the fast one raises or misses.
 """
 
 from __future__ import annotations
 
-import itertools
-import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import compiler, driver, knobs
+from . import autotune, compiler, driver, knobs
 from .binary import KernelBinary
+from .binary import read as read_binary
 from .cache import KernelCache, cache_key, read_entry
+from .configs import check_key, expand_configs, key_indices
 from .cpu import CpuKernel
+from .devices import parse_device
+from .errors import TcLaunchError
 from .options import (
     DEFAULT_MAX_GRID,
     Config,
@@ -33,64 +38,39 @@ from .options import (
 from .signature import DIV16, NONE, ArgPacker, Signature, is_pointer
 
 #: Bump when the layout of cache records written by this module changes.
-_RECORD_VERSION = 1
+_RECORD_VERSION = 2
+
+# kept importable from here (older tests and tools)
+_expand_configs = expand_configs
+__all__ = ["Kernel", "kernel", "load", "parse_device"]
 
 
-def parse_device(device: object) -> tuple[str, int | None]:
-    """"cpu" | "cuda" | "cuda:N" | N | a torch.device -> ("cpu", None) or ("cuda", N)."""
-    kind: object
-    index: object
-    if isinstance(device, bool):
-        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device, got {device!r}")
-    if isinstance(device, int):
-        kind, index = "cuda", device
-    elif isinstance(device, str):
-        text = device.strip().lower()
-        kind, _, idx = text.partition(":")
-        index = None
-        if idx:
-            if not idx.isdigit():
-                raise ValueError(f"bad device {device!r}: the index after ':' must be a number")
-            index = int(idx)
-    elif hasattr(device, "type"):  # torch.device (tc_runtime never imports torch)
-        kind, index = getattr(device, "type"), getattr(device, "index", None)
-    else:
-        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device, got "
-                         f"{type(device).__name__} {device!r}")
-    if kind == "cpu":
-        return "cpu", None
-    if kind != "cuda":
-        raise ValueError(f"unsupported device {device!r}: tc runs on 'cuda' GPUs and on 'cpu' "
-                         f"(the interpreter)")
-    if index is None:
-        index = _current_cuda_device()
-    if not isinstance(index, int) or index < 0:
-        raise ValueError(f"bad device index in {device!r}")
-    return "cuda", index
+def _no_key(*args: object) -> tuple[Any, ...]:
+    raise TypeError("the kernel's signature is not known yet")
 
 
-def _current_cuda_device() -> int:
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        try:
-            return int(torch.cuda.current_device())
-        except Exception:  # torch without CUDA: our driver gives the real error at creation
-            return 0
-    return 0
+class Variant:
+    """One compiled and loaded GPU kernel: a configuration for one specialization pattern."""
 
-
-class _Variant:
-    """One compiled and loaded GPU kernel (a specialization of the source)."""
-
-    __slots__ = ("binary", "function", "packer", "opt", "lock", "key")
+    __slots__ = ("binary", "function", "packer", "pack_into", "buffer", "opt", "lock", "config",
+                 "index", "spec")
 
     def __init__(self, binary: KernelBinary, function: driver.Function, packer: ArgPacker,
-                 opt: Options, key: tuple[int, ...]) -> None:
+                 opt: Options, config: Config, index: int, spec: tuple[int, ...]) -> None:
         self.binary = binary
         self.function = function
         self.packer = packer
+        self.buffer = packer.buffer
+        if packer._always_normalize:  # bf16 scalars: always through the checked packer
+            def pack(buffer: object, offset: int, *args: object) -> None:
+                packer.pack(args)
+            self.pack_into: Callable[..., None] = pack
+        else:
+            self.pack_into = packer._pack_into
         self.opt = opt
-        self.key = key
+        self.config = config
+        self.index = index
+        self.spec = spec
         self.lock = threading.Lock()
 
 
@@ -113,23 +93,36 @@ class Kernel:
         self.name = name
         self.device_type, self.device_index = parse_device(device)
         fixed, axes = normalize_defines(defines)
-        self.configs = _expand_configs(fixed, axes, check_num_warps(num_warps),
-                                       check_num_stages(num_stages), autotune_configs)
-        self.autotune_key = _check_key(autotune_key)
+        self.configs = expand_configs(fixed, axes, check_num_warps(num_warps),
+                                      check_num_stages(num_stages), autotune_configs)
+        self.autotune_key = check_key(autotune_key)
         self._lock = threading.RLock()
         self._signature: Signature | None = None
-        self._variants: dict[tuple[int, ...], _Variant] = {}
-        self._last: _Variant | None = None
-        self._cpu: CpuKernel | None = None
+        self._key_fn: Callable[..., tuple[Any, ...]] = _no_key
+        self._key_indices: list[int] = []
+        self._nspec = 0
+        self._fast: dict[tuple[Any, ...], Variant] = {}
+        self._compiled: dict[tuple[int, tuple[int, ...]], Variant] = {}
+        self._failed: dict[tuple[int, tuple[int, ...]], BaseException] = {}
+        self._last: Variant | None = None
+        self._cpu: dict[int, CpuKernel] = {}
+        self._cpu_choice: dict[tuple[Any, ...], int] = {}
+        self._cpu_last = 0
         self._device: driver.Device | None = None
         self._binary_fixed: KernelBinary | None = None
         self._max_grid: tuple[int, ...] = DEFAULT_MAX_GRID
-        cfg = self.select_config()
-        self.opt = Options(cfg.defines, cfg.num_warps, cfg.num_stages)
+        self._max_x = DEFAULT_MAX_GRID[0]
+        self._index = 0
+        self._stream_fn: Callable[[int], int] = driver._default_stream
+        self._sources: dict[int, str] = {}
+        first = self.configs[0]
+        self._opt0 = Options(first.defines, first.num_warps, first.num_stages)
         if self.device_type == "cuda":
             assert self.device_index is not None
             self._device = driver.get_device(self.device_index)  # TcDeviceError without a GPU
             self._max_grid = self._device.max_grid
+            self._max_x = self._max_grid[0]
+            self._index = self.device_index
 
     @classmethod
     def from_binary(cls, binary: KernelBinary, device: object = "cuda",
@@ -155,6 +148,16 @@ class Kernel:
         return self._device.arch if self._device is not None else None
 
     @property
+    def opt(self) -> Options:
+        """The options of the configuration launched last (the first one before any launch)."""
+        if self._last is not None:
+            return self._last.opt
+        if self._device is None and self._cpu_last:
+            c = self.configs[self._cpu_last]
+            return Options(c.defines, c.num_warps, c.num_stages)
+        return self._opt0
+
+    @property
     def defines(self) -> dict[str, str]:
         return dict(self.opt.defines)
 
@@ -166,179 +169,317 @@ class Kernel:
     def num_stages(self) -> int:
         return int(self.opt.num_stages)
 
-    def select_config(self, args: Sequence[object] = ()) -> Config:
-        """The configuration to launch with. Auto-tuning hook: with several configs (list-valued
-        defines or autotune_configs) this will time each on the real arguments per value of
-        `autotune_key`; for now it returns the first one."""
-        return self.configs[0]
-
     # --------------------------------------------------------------------------------- launch
 
-    def __call__(self, *args: object, grid: object, stream: int | None = None) -> None:
+    def __call__(self, *args: object, grid: object, stream: object = None) -> None:
         if self._device is None:
             self._call_cpu(args, grid)
             return
-        sig = self._signature or self._resolve_signature()
         try:
-            key = sig.specialize(args)
-        except (TypeError, IndexError):
-            args = tuple(sig.normalize(args))  # clear TypeError on bad arguments
-            key = sig.specialize(args)
-        if len(args) != len(sig.kinds):
-            sig.check_count(len(args))
-        v = self._variants.get(key) or self._build_variant(key)
-        self._last = v
+            v = self._fast[self._key_fn(*args)]
+        except Exception:  # a new key, or arguments that need checking: the slow path
+            v, args = self._slow(args, grid, stream)
         if callable(grid):
             grid = grid(v.opt)
-        # fast path: a 1-D grid of a valid size; anything else goes through the full checks
         if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int \
-                and 0 < grid[0] <= self._max_grid[0]:
+                and 0 < grid[0] <= self._max_x:
             gx, gy, gz = grid[0], 1, 1
         else:
             gx, gy, gz = normalize_grid(grid, v.opt, self._max_grid, v.binary.name)
             if not (gx and gy and gz):
-                sig.normalize(args)  # a launch of nothing still checks its arguments
-                return
+                return  # a launch of nothing (its arguments were checked above)
         if stream is None:
-            stream = driver.current_stream(self._device.index)
+            stream = self._stream_fn(self._index)
+        elif type(stream) is not int:
+            stream = _stream_handle(stream)
         with v.lock:
-            v.function.launch(gx, gy, gz, stream, v.packer.pack(args))
+            try:
+                v.pack_into(v.buffer, 0, *args)
+            except Exception:  # out-of-range ints, objects: checked conversion or a clear error
+                v.packer.pack(args)
+            v.function.launch(gx, gy, gz, stream, v.packer)  # type: ignore[arg-type]
+
+    def _slow(self, args: Sequence[object], grid: object,
+              stream: object) -> tuple[Variant, tuple[object, ...]]:
+        """Check and convert the arguments, then find (compile, tune) the variant for them."""
+        if grid is None:
+            raise TypeError(f"launching '{self.name or 'kernel'}' needs a grid: "
+                            f"k(*args, grid=lambda opt: (...,))")
+        sig = self._setup()
+        normalized = tuple(sig.normalize(args))
+        key = self._key_fn(*normalized)
+        v = self._fast.get(key)
+        if v is None:
+            with self._lock:
+                v = self._fast.get(key)
+                if v is None:
+                    self._check_devices(sig, normalized)
+                    v = self._choose(key, normalized, grid, stream)
+                    self._fast[key] = v
+        self._last = v
+        return v, normalized
+
+    def _setup(self) -> Signature:
+        """Once per kernel: the signature, the generated key function, the stream getter."""
+        sig = self._signature or self._resolve_signature()
+        if self._key_fn is _no_key:
+            with self._lock:
+                indices = key_indices(self.autotune_key, sig, len(self.configs))
+                self._key_indices = indices
+                self._nspec = len(sig.pointer_indices) + len(sig.int_indices)
+                self._key_fn = sig.key_function(indices)
+        if self._stream_fn is driver._default_stream:
+            self._stream_fn = driver.stream_getter(self._index)
+        return sig
+
+    def _check_devices(self, sig: Signature, args: Sequence[object]) -> None:
+        """Pointers into another GPU's memory would fault (or silently read the wrong device
+        through peer mappings): say so once per new key instead."""
+        for i in sig.pointer_indices:
+            where = driver.pointer_device(int(args[i]))  # type: ignore[call-overload]
+            if where is not None and where != self.device_index:
+                raise ValueError(
+                    f"argument {i + 1} ('{sig.names[i]}') of {sig.describe()} points to memory on "
+                    f"cuda:{where}, but this kernel runs on cuda:{self.device_index}; create a "
+                    f"kernel with device='cuda:{where}' for those tensors")
+
+    def _choose(self, key: tuple[Any, ...], args: tuple[object, ...], grid: object,
+                stream: object) -> Variant:
+        spec = tuple(key[:self._nspec])
+        values = tuple(key[self._nspec:])
+        if len(self.configs) == 1 or self._binary_fixed is not None:
+            return self.variant(0, spec)
+        if knobs.skip_autotuning():
+            return self.first_working(spec)
+        handle = self._stream_fn(self._index) if stream is None else (
+            stream if type(stream) is int else _stream_handle(stream))
+        return autotune.tune_gpu(self, spec, values, args, grid, handle)
+
+    def first_working(self, spec: tuple[int, ...]) -> Variant:
+        """The first configuration that compiles and loads (TC_SKIP_AUTOTUNING=1)."""
+        errors: list[BaseException] = []
+        for i in range(len(self.configs)):
+            try:
+                return self.variant(i, spec)
+            except autotune.skippable_errors() as exc:
+                errors.append(exc)
+        raise errors[0]
+
+    def launch_variant(self, v: Variant, args: Sequence[object], grid: object, stream: int) -> None:
+        """Launch a given variant (the auto-tuner's timing runs); the arguments are normalized."""
+        gx, gy, gz = normalize_grid(grid, v.opt, self._max_grid, v.binary.name)
+        if not (gx and gy and gz):
+            return
+        with v.lock:
+            v.packer.pack(args)
+            v.function.launch(gx, gy, gz, stream, v.packer)  # type: ignore[arg-type]
 
     def _call_cpu(self, args: Sequence[object], grid: object) -> None:
-        ck = self._cpu or self._build_cpu()
-        g = normalize_grid(grid, self.opt, DEFAULT_MAX_GRID, ck.signature.kernel)
+        if grid is None:
+            raise TypeError(f"launching '{self.name or 'kernel'}' needs a grid: "
+                            f"k(*args, grid=lambda opt: (...,))")
+        ck = self.cpu_kernel(0)
+        ck.signature.check_count(len(args))
+        if len(self.configs) > 1:
+            if not self._key_indices and self.autotune_key:
+                self._key_indices = key_indices(self.autotune_key, ck.signature, len(self.configs))
+            elif not self._key_indices:
+                self._key_indices = key_indices([], ck.signature, len(self.configs))
+            values = tuple(_hashable(args[i]) for i in self._key_indices)
+            index = self._cpu_choice.get(values)
+            if index is None:
+                index = autotune.check_cpu(self, args, grid)
+                self._cpu_choice[values] = index
+                self._cpu_last = index
+                return  # the check left the chosen configuration's results in the buffers
+            self._cpu_last = index
+            ck = self.cpu_kernel(index)
+        self.run_cpu(ck, args, grid)
+
+    def run_cpu(self, ck: CpuKernel, args: Sequence[object], grid: object) -> None:
+        g = normalize_grid(grid, ck.opt, DEFAULT_MAX_GRID, ck.signature.kernel)
         ck.launch(args, g)
 
     # ------------------------------------------------------------------------------- building
 
-    def _build_cpu(self) -> CpuKernel:
-        with self._lock:
-            if self._cpu is None:
-                fn = compiler.lower_source(self.source, defines=self.opt.defines, kernel=self.name,
-                                           filename=self.filename)
-                self._cpu = CpuKernel(fn, self.source)
-                self._signature = self._cpu.signature
-            return self._cpu
+    def cpu_kernel(self, index: int) -> CpuKernel:
+        """The interpreter's kernel for configuration `index` (lowered once)."""
+        ck = self._cpu.get(index)
+        if ck is None:
+            with self._lock:
+                ck = self._cpu.get(index)
+                if ck is None:
+                    c = self.configs[index]
+                    fn = compiler.lower_source(self.source, defines=c.defines, kernel=self.name,
+                                               filename=self.filename)
+                    ck = CpuKernel(fn, self.source)
+                    ck.opt = Options(c.defines, c.num_warps, c.num_stages)
+                    self._cpu[index] = ck
+                    if self._signature is None:
+                        self._signature = ck.signature
+        return ck
 
-    def _base_key(self) -> dict[str, Any]:
-        return {"source": self.source, "filename": self.filename, "kernel": self.name,
-                "defines": sorted(self.opt.defines.items()), "toolchain": compiler.fingerprint(),
-                "record": _RECORD_VERSION}
+    def _source_for_key(self, index: int) -> str:
+        text = self._sources.get(index)
+        if text is None:
+            text = compiler.cache_source(self.source, self.configs[index].defines, self.filename)
+            self._sources[index] = text
+        return text
+
+    def base_key(self, index: int = 0) -> dict[str, Any]:
+        """The cache-key components shared by everything compiled for configuration `index`."""
+        c = self.configs[index]
+        return {"source": self._source_for_key(index), "filename": self.filename,
+                "kernel": self.name, "defines": sorted(c.defines.items()),
+                "toolchain": compiler.fingerprint(), "record": _RECORD_VERSION}
 
     def _resolve_signature(self) -> Signature:
         """The kernel's argument kinds and names, from the disk cache or the front end."""
         with self._lock:
             if self._signature is not None:
                 return self._signature
-            cache = self._cache()
-            key = cache_key({**self._base_key(), "what": "signature"})
+            cache = self.cache()
+            key = cache_key({**self.base_key(0), "what": "signature"})
             record = cache.get_record(key) if cache is not None and not knobs.always_compile() \
                 else None
             if record is None:
-                fn = compiler.lower_source(self.source, defines=self.opt.defines, kernel=self.name,
-                                           filename=self.filename)
+                fn = compiler.lower_source(self.source, defines=self.configs[0].defines,
+                                           kernel=self.name, filename=self.filename)
                 record = {"name": fn.name, "kinds": [str(a.type) for a in fn.args],
                           "names": list(fn.arg_names)}
                 if cache is not None:
                     cache.put_record(key, record)
             self._signature = Signature(str(record["name"]), list(record["kinds"]),
                                         list(record["names"]))
-            _check_key_names(self.autotune_key, self._signature)
             return self._signature
 
-    def _cache(self) -> KernelCache | None:
+    def cache(self) -> KernelCache | None:
         return None if knobs.disable_cache() else KernelCache()
 
-    def _build_variant(self, key: tuple[int, ...]) -> _Variant:
+    def variant(self, index: int, spec: tuple[int, ...]) -> Variant:
+        """Configuration `index` compiled for specialization `spec` and loaded (memoized; a
+        failure is remembered too, so the auto-tuner does not retry it)."""
+        v = self._compiled.get((index, spec))
+        if v is not None:
+            return v
+        failed = self._failed.get((index, spec))
+        if failed is not None:
+            raise failed
         with self._lock:
-            v = self._variants.get(key)
+            v = self._compiled.get((index, spec))
             if v is not None:
                 return v
-            assert self._device is not None
-            sig = self._resolve_signature()
-            spec = sig.options_specialization(key)
-            binary = self._binary(spec)
-            if list(binary.signature) != sig.kinds:
-                sig = Signature(binary.name, binary.signature, binary.arg_names or sig.names)
-            module = driver.Module(self._device, ptx=binary.ptx,
-                                   cubin=binary.cubin if _same_arch(binary.arch, self._device.arch)
-                                   else None, kernel=binary.name)
-            function = module.function(binary.name, num_warps=binary.num_warps,
-                                       shared_bytes=binary.shared_bytes)
-            opt = Options(self.opt.defines, binary.num_warps, self.opt.num_stages)
-            v = _Variant(binary, function, sig.packer(), opt, key)
-            self._variants[key] = v
+            try:
+                v = self._build_variant(index, spec)
+            except autotune.skippable_errors() as exc:
+                self._failed[(index, spec)] = exc
+                raise
+            self._compiled[(index, spec)] = v
             return v
 
-    def _binary(self, spec: tuple[str | None, ...]) -> KernelBinary:
+    def _build_variant(self, index: int, spec: tuple[int, ...]) -> Variant:
+        assert self._device is not None
+        sig = self._resolve_signature()
+        config = self.configs[index]
+        binary = self._binary(index, sig.options_specialization(spec))
+        if list(binary.signature) != sig.kinds:
+            if index:
+                raise TcLaunchError(
+                    f"configuration {config} changes the arguments of kernel '{binary.name}' to "
+                    f"({', '.join(binary.signature)}); every configuration must keep "
+                    f"({', '.join(sig.kinds)})", kernel=binary.name)
+            sig = Signature(binary.name, binary.signature, binary.arg_names or sig.names)
+            self._signature = sig
+        module = driver.Module(self._device, ptx=binary.ptx,
+                               cubin=binary.cubin if _same_arch(binary.arch, self._device.arch)
+                               else None, kernel=binary.name)
+        function = module.function(binary.name, num_warps=binary.num_warps,
+                                   shared_bytes=binary.shared_bytes)
+        opt = Options(config.defines, binary.num_warps, config.num_stages)
+        return Variant(binary, function, sig.packer(), opt, config, index, spec)
+
+    def _binary(self, index: int, spec: tuple[str | None, ...]) -> KernelBinary:
         assert self._device is not None
         if self._binary_fixed is not None:
             return self._binary_fixed
         arch = self._device.arch
-        cache = self._cache()
-        key = cache_key({**self._base_key(), "what": "kernel", "arch": arch,
-                         "num_warps": self.opt.num_warps, "num_stages": self.opt.num_stages,
+        config = self.configs[index]
+        cache = self.cache()
+        key = cache_key({**self.base_key(index), "what": "kernel", "arch": arch,
+                         "num_warps": config.num_warps, "num_stages": config.num_stages,
                          "specialization": list(spec)})
         if cache is not None and not knobs.always_compile():
             hit = cache.get(key)
             if hit is not None:
                 return hit
-        binary = compiler.compile_source(self.source, defines=self.opt.defines, kernel=self.name,
-                                         arch=arch, num_warps=self.opt.num_warps,
-                                         num_stages=self.opt.num_stages, specialization=spec,
+        binary = compiler.compile_source(self.source, defines=config.defines, kernel=self.name,
+                                         arch=arch, num_warps=config.num_warps,
+                                         num_stages=config.num_stages, specialization=spec,
                                          filename=self.filename)
         if cache is not None:
             cache.put(key, binary)
         return binary
 
-    def _default_key(self) -> tuple[int, ...]:
+    def _default_spec(self) -> tuple[int, ...]:
         sig = self._resolve_signature()
         return tuple(DIV16 if is_pointer(sig.kinds[i]) else NONE
                      for i in sorted(sig.pointer_indices + sig.int_indices))
 
+    def _current(self) -> Variant:
+        if self._last is not None:
+            return self._last
+        return self.first_working(self._default_spec())
+
     # ------------------------------------------------------------------------------ inspection
 
     def asm(self, stage: str = "ptx") -> str:
-        """The text of one compilation stage of the last launched variant ("ir", "llvm", "ptx", …;
-        on the CPU only "ir"). Before any launch, the variant with 16-byte aligned pointers."""
+        """The text of one compilation stage ("ir", "ir-gpu", "llvm", "ptx", "cubin" as hex) of
+        the configuration launched last (before any launch: the first configuration with 16-byte
+        aligned pointers). On the CPU only "ir"."""
         if self._device is None:
             if stage in ("ir", "tcir"):
-                return self._cpu_or_build().ir_text()
+                return self.cpu_kernel(self._cpu_last).ir_text()
             raise ValueError(f"stage {stage!r} is not available on the CPU interpreter; "
                              f"only 'ir' is")
-        v = self._last or self._build_variant(self._default_key())
-        text = v.binary.asm.get(stage)
-        if text is None and stage == "cubin" and v.binary.cubin is not None:
+        v = self._current()
+        if stage == "cubin":
+            if v.binary.cubin is None:
+                raise ValueError(f"kernel '{v.binary.name}' has no cubin (ptxas was not found when "
+                                 f"it was compiled)")
             return v.binary.cubin.hex()
+        text = v.binary.asm.get(stage)
         if text is None:
             raise ValueError(f"no stage {stage!r} for kernel '{v.binary.name}'; available: "
-                             f"{', '.join(sorted(v.binary.asm))}")
+                             f"{', '.join(sorted(v.binary.asm) + ['cubin'])}")
         return text
-
-    def _cpu_or_build(self) -> CpuKernel:
-        return self._cpu or self._build_cpu()
 
     @property
     def info(self) -> dict[str, Any]:
-        """Metadata of the last launched (or default) variant: name, arch, signature, num_warps,
-        shared_bytes, registers, spills; plus device, defines and compiled specializations."""
-        out: dict[str, Any] = {"device": self.device, "defines": self.defines,
-                               "num_warps": self.num_warps, "num_stages": self.num_stages}
+        """Metadata of the configuration launched last (or the default one): name, arch,
+        signature, num_warps, shared_bytes, registers, spills; plus device, defines, the
+        compiled specializations and the auto-tuning choices."""
         if self._device is None:
-            ck = self._cpu_or_build()
+            ck = self.cpu_kernel(self._cpu_last)
+            out: dict[str, Any] = {"device": self.device, "defines": self.defines,
+                                   "num_warps": self.num_warps, "num_stages": self.num_stages}
             out.update(name=ck.signature.kernel, signature=list(ck.signature.kinds),
                        arg_names=list(ck.signature.names), backend="interpreter")
             return out
-        v = self._last or self._build_variant(self._default_key())
+        v = self._current()
+        out = {"device": self.device, "defines": dict(v.opt.defines),
+               "num_warps": v.opt.num_warps, "num_stages": v.opt.num_stages}
         out.update(v.binary.metadata())
         out["backend"] = "cuda"
-        out["specializations"] = [list(k) for k in self._variants]
+        out["config"] = repr(v.config)
+        out["specializations"] = [list(s) for s in sorted({s for (_, s) in self._compiled})]
+        out["autotuned"] = {repr(k[self._nspec:]): repr(x.config) for k, x in self._fast.items()
+                            if len(self.configs) > 1}
         return out
 
     @property
     def signature(self) -> Signature:
         if self._device is None:
-            return self._cpu_or_build().signature
+            return self.cpu_kernel(0).signature
         return self._resolve_signature()
 
     def __repr__(self) -> str:
@@ -346,64 +487,53 @@ class Kernel:
         return f"<tc kernel {name} on {self.device} defines={self.defines}>"
 
 
+def _stream_handle(stream: object) -> int:
+    """A raw stream handle from an int, a torch.cuda.Stream (`.cuda_stream`) or a CUstream."""
+    if isinstance(stream, bool):
+        raise TypeError(f"stream must be a raw handle (int) or a stream object, got {stream!r}")
+    handle = getattr(stream, "cuda_stream", stream)
+    try:
+        return int(handle)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise TypeError(f"stream must be a raw handle (int) or a stream object with "
+                        f".cuda_stream, got {type(stream).__name__}") from None
+
+
+def _hashable(value: object) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return id(value)
+
+
 def kernel(src: str, device: object = "cuda", defines: Mapping[str, object] | None = None,
            num_warps: int = 4, num_stages: int = 3, autotune_configs: Sequence[Config] | None = None,
            autotune_key: Sequence[str] | None = None, name: str | None = None,
-           filename: str = "<source>") -> Kernel:
-    """tc.kernel(src, device, defines, ...): a launchable kernel (see `Kernel`)."""
+           filename: str = "<source>", *,
+           autotune_vals: Sequence[Config] | None = None) -> Kernel:
+    """tc.kernel(src, device, defines, ...): a launchable kernel (see `Kernel`).
+    `autotune_vals` is the matmul tutorial's spelling of `autotune_configs`."""
+    if autotune_vals is not None:
+        if autotune_configs is not None:
+            raise TypeError("give autotune_configs or autotune_vals, not both")
+        autotune_configs = autotune_vals
     return Kernel(src, device, defines, num_warps, num_stages, autotune_configs, autotune_key,
                   name, filename)
 
 
 def load(path: str | Path | KernelBinary, device: object = "cuda",
          defines: Mapping[str, object] | None = None) -> Kernel:
-    """A precompiled kernel: a KernelBinary or a directory in the cache's entry format
-    (meta.json, kernel.ptx, kernel.cubin) — e.g. one copied out of the tc cache."""
+    """A precompiled kernel, launched without any compiler package: a KernelBinary, a file
+    written by `tcc ... -o OUT` (OUT.ptx/OUT.cubin with OUT.*.json metadata, or one OUT.json),
+    or a directory in the cache's entry format (meta.json, kernel.ptx, kernel.cubin)."""
     if isinstance(path, KernelBinary):
         return Kernel.from_binary(path, device, defines)
-    return Kernel.from_binary(read_entry(Path(path)), device, defines)
+    p = Path(path)
+    binary = read_entry(p) if p.is_dir() else read_binary(p)
+    return Kernel.from_binary(binary, device, defines)
 
 
 def _same_arch(binary_arch: str, device_arch: str) -> bool:
     return binary_arch.rstrip("a") == device_arch
-
-
-def _expand_configs(fixed: dict[str, str], axes: dict[str, list[str]], num_warps: int,
-                    num_stages: int, autotune_configs: Sequence[Config] | None) -> list[Config]:
-    """Every configuration of the tuning space: each autotune config over the kernel's defines,
-    or the Cartesian product of the list-valued defines."""
-    if autotune_configs:
-        out = []
-        for c in autotune_configs:
-            if not isinstance(c, Config):
-                raise TypeError(f"autotune_configs must hold tc.config(...) objects, got "
-                                f"{type(c).__name__}")
-            merged = {**fixed, **{k: v[0] for k, v in axes.items()}, **c.defines}
-            out.append(Config(merged, c.num_warps, c.num_stages))
-        return out
-    if not axes:
-        return [Config(fixed, num_warps, num_stages)]
-    names = list(axes)
-    return [Config({**fixed, **dict(zip(names, values))}, num_warps, num_stages)
-            for values in itertools.product(*(axes[n] for n in names))]
-
-
-def _check_key(key: Sequence[str] | None) -> list[str]:
-    if key is None:
-        return []
-    if isinstance(key, str):
-        raise TypeError(f"autotune_key must be a list of argument names, got the str {key!r}")
-    out = []
-    for k in key:
-        if not isinstance(k, str):
-            raise TypeError(f"autotune_key entries must be argument names, got {k!r}")
-        out.append(k)
-    return out
-
-
-def _check_key_names(key: Sequence[str], sig: Signature) -> None:
-    for k in key:
-        if k not in sig.names:
-            raise ValueError(f"autotune_key: '{k}' is not a valid argument name of "
-                             f"{sig.describe()}")
 

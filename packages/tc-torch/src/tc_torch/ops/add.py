@@ -21,7 +21,7 @@ __global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
 """
 
 BLOCK = 1024
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 _kernels: dict[tuple[str, int | None, torch.dtype, int], tc.Kernel] = {}
 
 
@@ -81,7 +81,7 @@ class _Add(torch.autograd.Function):
 
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """x + y through the tc vector-add kernel (float32, float16, bfloat16; CUDA or CPU)."""
+    """x + y through the tc vector-add kernel (float32, float16, bfloat16, float64; CUDA or CPU)."""
     x, y = _check(x, y)
     device_of([x, y], "tc_torch.add")
     tc_type(x.dtype, "tc_torch.add", DTYPES)

@@ -1,0 +1,371 @@
+"""Kernels written in Triton-C, through tc_lang, the lowering and the interpreter, against numpy
+references with dtype-aware tolerances: vector add at odd sizes, transpositions, loops with
+break, atomics, C integer semantics, every math built-in, 3-D tiles, declared facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tc_ir.interpreter import AssumptionError, interpret
+from tc_ir.ops import Module
+from tc_ir.testing import lower_source
+
+KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
+
+#: (rtol, atol) per element type: a few ulps of the type (f16 has 11 significant bits).
+TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float16): (2e-3, 1e-3)}
+
+
+def assert_close(actual: Any, expected: Any, dtype: Any) -> None:
+    rtol, atol = TOLERANCE[np.dtype(dtype)]
+    np.testing.assert_allclose(np.asarray(actual, np.float64), np.asarray(expected, np.float64), rtol=rtol, atol=atol)
+
+
+def spec_kernel(name: str, defines: dict[str, Any]) -> tuple[Module, str]:
+    src = (KERNELS / name).read_text()
+    return lower_source(src, defines, filename=name), src
+
+
+# ------------------------------------------------------------------------------ vector add
+
+MASKED_ADD = """
+__global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
+  int pid = get_program_id(0);
+  int off[BLOCK] = pid * BLOCK + 0 ... BLOCK;
+  bool check[BLOCK] = off < N;
+  *?(check)(z + off) = *?(check)(x + off) + *?(check)(y + off);
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 4097])
+@pytest.mark.parametrize(("ty", "dtype"), [("float", np.float32), ("half", np.float16)])
+def test_vector_add_odd_sizes(n: int, ty: str, dtype: Any) -> None:
+    module = lower_source(MASKED_ADD, {"TYPE": ty, "BLOCK": 1024})
+    rng = np.random.default_rng(n)
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    z = np.zeros(n, dtype)
+    interpret(module, [z, x, y, n], (-(-n // 1024),), source=MASKED_ADD)
+    np.testing.assert_array_equal(z, x + y)  # one rounding of the exact sum, as numpy does
+
+
+# ---------------------------------------------------------------------------- transposition
+
+
+@pytest.mark.parametrize(("M", "N"), [(37, 53), (100, 3), (1, 64)])
+@pytest.mark.parametrize(("ty", "dtype"), [("float", np.float32), ("half", np.float16)])
+def test_transpose_masked_odd_sizes(M: int, N: int, ty: str, dtype: Any) -> None:
+    TM, TN = 16, 32
+    module, src = spec_kernel("transpose_masked.tc", {"TYPE": ty, "TM": TM, "TN": TN})
+    # X(m, n) is at m + n * ldx (column major), Y(m, n) at m * ldy + n
+    x = np.random.default_rng(M * N).standard_normal((N, M)).astype(dtype)
+    y = np.zeros((M, N), dtype)
+    interpret(module, [x, y, M, N, M, N], (-(-M // TM), -(-N // TN)), source=src)
+    np.testing.assert_array_equal(y, x.T)
+
+
+@pytest.mark.parametrize("name", ["transpose.tc", "transpose_multipleof.tc"])
+@pytest.mark.parametrize(("ty", "dtype"), [("float", np.float32), ("half", np.float16)])
+def test_transpose_unmasked_at_multiples_of_the_tile(name: str, ty: str, dtype: Any) -> None:
+    M, N, TM, TN = 64, 96, 32, 32
+    module, src = spec_kernel(name, {"TYPE": ty, "TM": TM, "TN": TN})
+    rng = np.random.default_rng(9)
+    if name == "transpose.tc":  # X column major (ldx = M), Y row major (ldy = N)
+        x = rng.standard_normal((N, M)).astype(dtype)
+        y = np.zeros((M, N), dtype)
+        interpret(module, [x, y, M, N, M, N], (M // TM, N // TN), source=src)
+    else:  # X row major (ldx = N), Y column major (ldy = M)
+        x = rng.standard_normal((M, N)).astype(dtype)
+        y = np.zeros((N, M), dtype)
+        interpret(module, [x, y, M, N, N, M], (M // TM, N // TN), source=src)
+    np.testing.assert_array_equal(y, x.T)
+
+
+def test_matmul_autotuned_kernel_grouped_and_masked() -> None:
+    M, N, K = 80, 72, 64  # ragged M and N: the store is masked; K is a multiple of KB
+    MB, NB, KB = 32, 32, 32
+    module, src = spec_kernel("matmul_autotuned.tc", {"TYPE": "half", "MB": MB, "NB": NB, "KB": KB})
+    rng = np.random.default_rng(10)
+    # the operand loads are unmasked: A and B are padded to whole tiles, with the true strides
+    a = rng.standard_normal((96, K)).astype(np.float16)
+    b = rng.standard_normal((K, 96)).astype(np.float16)
+    c = np.full((M, N), 7.0, np.float16)
+    interpret(module, [a, b, c, M, N, K, K, 96, N], (3 * 3,), source=src)
+    ref = (a.astype(np.float32) @ b.astype(np.float32))[:M, :N]
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-3, atol=2e-2)
+
+
+# --------------------------------------------------------------------------- loops, break
+
+LOOPS = """
+__global__ void k(int* first, int* steps, int* odd_sum, float* x, int n, float threshold) {
+  int pid = get_program_id(0);
+  // while with break: the first index of row pid whose value exceeds the threshold (-1: none)
+  int i = 0;
+  int found = -1;
+  while (i < n) {
+    if (*(x + pid * n + i) > threshold) { found = i; break; }
+    i++;
+  }
+  *(first + pid) = found;
+  // do-while: Collatz steps of pid + 1
+  int v = pid + 1;
+  int s = 0;
+  do { if (v == 1) break; v = v % 2 == 0 ? v / 2 : 3 * v + 1; s++; } while (1);
+  *(steps + pid) = s;
+  // for with continue and break
+  int acc = 0;
+  for (int j = 0; j < 100; j++) {
+    if (j % 2 == 0) continue;
+    if (j > pid * 3) break;
+    acc += j;
+  }
+  *(odd_sum + pid) = acc;
+}
+"""
+
+
+def test_while_do_while_break_continue() -> None:
+    module = lower_source(LOOPS)
+    P, n = 12, 9
+    x = np.random.default_rng(11).standard_normal((P, n)).astype(np.float32)
+    first, steps, odd = (np.zeros(P, np.int32) for _ in range(3))
+    interpret(module, [first, steps, odd, x, n, 1.0], (P,), source=LOOPS)
+
+    def collatz(v: int) -> int:
+        s = 0
+        while v != 1:
+            v = v // 2 if v % 2 == 0 else 3 * v + 1
+            s += 1
+        return s
+
+    above = x > np.float32(1.0)
+    assert list(first) == [int(np.argmax(r)) if r.any() else -1 for r in above]
+    assert list(steps) == [collatz(p + 1) for p in range(P)]
+    assert list(odd) == [sum(j for j in range(1, p * 3 + 1, 2)) for p in range(P)]
+
+
+# --------------------------------------------------------------------------------- atomics
+
+ATOMICS = """
+__global__ void k(int* hist, int* data, float* fmax_out, int* imax_out, float* f, int* lock,
+                  int* counter, int n) {
+  int pid = get_program_id(0);
+  int off[64] = pid * 64 + 0 ... 64;
+  bool in[64] = off < n;
+  int v[64] = *?(in)(data + off);
+  atomic_add(hist + (v % 16 + 16) % 16, 1, in);          // many lanes hit the same bin
+  atomic_max(imax_out, in ? v : -2147483647 - 1);        // a scalar pointer, a tile of values
+  atomic_max(fmax_out + 0 ... 64, *?(in)(f + off), in);  // element-wise, masked
+  while (atomic_cas(lock, 0, 1) == 1) {}                 // spin lock around a plain update
+  *counter = *counter + pid + 1;
+  atomic_xchg(lock, 0);
+}
+"""
+
+
+def test_atomics_histogram_max_and_spin_lock() -> None:
+    module = lower_source(ATOMICS)
+    n, P = 1000, 16
+    rng = np.random.default_rng(12)
+    data = rng.integers(-500, -10, n).astype(np.int32)  # all negative: C's % is negative too
+    f = rng.standard_normal(n).astype(np.float32)
+    hist = np.zeros(16, np.int32)
+    fmax = np.full(64, -np.inf, np.float32)
+    imax = np.array([-(2**31)], np.int32)
+    lock = np.zeros(1, np.int32)
+    counter = np.zeros(1, np.int32)
+    interpret(module, [hist, data, fmax, imax, f, lock, counter, n], (P,), source=ATOMICS)
+    c_rem = data - 16 * np.trunc(data / 16).astype(np.int32)
+    np.testing.assert_array_equal(hist, np.bincount((c_rem + 16) % 16, minlength=16))
+    assert imax[0] == data.max()
+    padded = np.full(P * 64, -np.inf, np.float32)
+    padded[:n] = f
+    np.testing.assert_array_equal(fmax, padded.reshape(P, 64).max(axis=0))
+    assert lock[0] == 0 and counter[0] == P * (P + 1) // 2
+
+
+# ---------------------------------------------------------------- C integer semantics
+
+INTEGERS = """
+__global__ void k(int* out, unsigned* uout, int* a, int* b, int* s, char* c, int n) {
+  int r[BLOCK] = 0 ... BLOCK;
+  bool in[BLOCK] = r < n;
+  int x[BLOCK] = *?(in)(a + r);
+  int y[BLOCK] = *?(in)(b + r);
+  int sh[BLOCK] = *?(in)(s + r);
+  unsigned ux[BLOCK] = x;
+  unsigned uy[BLOCK] = y;
+  char cx[BLOCK] = *?(in)(c + r);
+  *?(in)(out + r) = x / y;
+  *?(in)(out + n + r) = x % y;
+  *?(in)(out + 2 * n + r) = x >> sh;
+  *?(in)(out + 3 * n + r) = x << sh;
+  *?(in)(out + 4 * n + r) = cx / 3 + cx % 5;
+  *?(in)(uout + r) = ux / uy;
+  *?(in)(uout + n + r) = ux % uy;
+  *?(in)(uout + 2 * n + r) = ux >> sh;
+  *?(in)(uout + 3 * n + r) = ux < uy;
+}
+"""
+
+
+def _c_div(a: Any, b: Any) -> tuple[Any, Any]:
+    """C's truncating division and remainder (in int64, then wrapped to int32)."""
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    q = np.sign(a64) * np.sign(b64) * (np.abs(a64) // np.abs(b64))
+    return q.astype(np.int32), (a64 - b64 * q).astype(np.int32)
+
+
+def test_division_remainder_and_shifts_on_negative_and_unsigned_values() -> None:
+    n = 300
+    module = lower_source(INTEGERS, {"BLOCK": 512})
+    rng = np.random.default_rng(13)
+    a = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    a[:4] = [-7, 7, -(2**31), -1]
+    b = rng.integers(-1000, 1000, n).astype(np.int32)
+    b[b == 0] = 3
+    b[:4] = [2, -2, 7, 5]
+    s = rng.integers(0, 32, n).astype(np.int32)
+    c = rng.integers(-128, 128, n).astype(np.int8)
+    out = np.zeros(5 * n, np.int32)
+    uout = np.zeros(4 * n, np.uint32)
+    interpret(module, [out, uout, a, b, s, c, n], (1,), source=INTEGERS)
+    q, rem = _c_div(a, b)
+    np.testing.assert_array_equal(out[:n], q)
+    np.testing.assert_array_equal(out[n : 2 * n], rem)
+    np.testing.assert_array_equal(out[2 * n : 3 * n], a >> s)  # arithmetic shift on int32
+    np.testing.assert_array_equal(out[3 * n : 4 * n], (a.view(np.uint32) << s.astype(np.uint32)).view(np.int32))
+    cq, _ = _c_div(c.astype(np.int32), np.full(n, 3, np.int32))
+    _, cr = _c_div(c.astype(np.int32), np.full(n, 5, np.int32))
+    np.testing.assert_array_equal(out[4 * n :], cq + cr)
+    ua, ub = a.view(np.uint32), b.view(np.uint32)
+    np.testing.assert_array_equal(uout[:n], ua // ub)
+    np.testing.assert_array_equal(uout[n : 2 * n], ua % ub)
+    np.testing.assert_array_equal(uout[2 * n : 3 * n], ua >> s.astype(np.uint32))  # logical shift
+    np.testing.assert_array_equal(uout[3 * n :], (ua < ub).astype(np.uint32))
+
+
+# ----------------------------------------------------------------------- math built-ins
+
+MATH = """
+__global__ void k(TYPE* out, TYPE* xs, TYPE* ys, int n) {
+  int r[BLOCK] = 0 ... BLOCK;
+  bool in[BLOCK] = r < n;
+  TYPE x[BLOCK] = *?(in)(xs + r);   // positive
+  TYPE y[BLOCK] = *?(in)(ys + r);   // any sign
+  *?(in)(out + 0 * n + r) = exp(y);
+  *?(in)(out + 1 * n + r) = log(x);
+  *?(in)(out + 2 * n + r) = sqrt(x);
+  *?(in)(out + 3 * n + r) = sqrtf(x);
+  *?(in)(out + 4 * n + r) = rsqrt(x);
+  *?(in)(out + 5 * n + r) = abs(y);
+  *?(in)(out + 6 * n + r) = fma(x, y, x);
+  *?(in)(out + 7 * n + r) = sin(y);
+  *?(in)(out + 8 * n + r) = cos(y);
+  *?(in)(out + 9 * n + r) = exp2(y);
+  *?(in)(out + 10 * n + r) = log2(x);
+  *?(in)(out + 11 * n + r) = floor(y);
+  *?(in)(out + 12 * n + r) = ceil(y);
+  *?(in)(out + 13 * n + r) = min(x, y);
+  *?(in)(out + 14 * n + r) = max(x, y);
+  *?(in)(out + 15 * n + r) = select(y > 0, x, y);
+}
+"""
+
+
+@pytest.mark.parametrize(("ty", "dtype"), [("float", np.float32), ("half", np.float16)])
+def test_every_math_builtin(ty: str, dtype: Any) -> None:
+    n = 200
+    module = lower_source(MATH, {"TYPE": ty, "BLOCK": 256})
+    rng = np.random.default_rng(14)
+    x = rng.uniform(0.1, 8.0, n).astype(dtype)
+    y = rng.uniform(-4.0, 4.0, n).astype(dtype)
+    out = np.zeros(16 * n, dtype)
+    interpret(module, [out, x, y, n], (1,), source=MATH)
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
+    refs = [np.exp(yd), np.log(xd), np.sqrt(xd), np.sqrt(xd), 1 / np.sqrt(xd), np.abs(yd), xd * yd + xd,
+            np.sin(yd), np.cos(yd), np.exp2(yd), np.log2(xd), np.floor(yd), np.ceil(yd),
+            np.minimum(xd, yd), np.maximum(xd, yd), np.where(yd > 0, xd, yd)]
+    for i, ref in enumerate(refs):
+        got = out[i * n : (i + 1) * n]
+        # exp and log are the fast approximate versions (a few ulps); the others are exact
+        # but computed in f32 for half and rounded once
+        assert_close(got, ref.astype(dtype), dtype)
+
+
+# ------------------------------------------------------------------------------- 3-D tiles
+
+TILES_3D = """
+__global__ void k(TYPE* out, TYPE* x) {
+  int a[A] = 0 ... A;
+  int b[B] = 0 ... B;
+  int c[C] = 0 ... C;
+  int off[A, B, C] = a[:, newaxis, newaxis] * B * C + b[newaxis, :, newaxis] * C + c[newaxis, newaxis, :];
+  TYPE t[A, B, C] = *(x + get_program_id(0) * A * B * C + off);
+  TYPE* o = out + get_program_id(0) * (3 * B * C + 3 * A * C + 3 * A * B);
+  int bc[B, C] = b[:, newaxis] * C + c[newaxis, :];
+  int ac[A, C] = a[:, newaxis] * C + c[newaxis, :];
+  int ab[A, B] = a[:, newaxis] * B + b[newaxis, :];
+  *(o + bc) = t[+, :, :];
+  *(o + B * C + bc) = t[max, :, :];
+  *(o + 2 * B * C + bc) = t[min, :, :];
+  o = o + 3 * B * C;
+  *(o + ac) = t[:, +, :];
+  *(o + A * C + ac) = t[:, max, :];
+  *(o + 2 * A * C + ac) = t[:, min, :];
+  o = o + 3 * A * C;
+  *(o + ab) = t[:, :, +];
+  *(o + A * B + ab) = t[:, :, max];
+  *(o + 2 * A * B + ab) = t[:, :, min];
+}
+"""
+
+
+@pytest.mark.parametrize(("ty", "dtype"), [("float", np.float32), ("int", np.int32), ("half", np.float16)])
+def test_3d_tiles_reduce_along_each_axis(ty: str, dtype: Any) -> None:
+    A, B, C, P = 2, 4, 8, 3
+    module = lower_source(TILES_3D, {"TYPE": ty, "A": A, "B": B, "C": C})
+    rng = np.random.default_rng(15)
+    x = (rng.standard_normal((P, A, B, C)) * 10).astype(dtype)
+    per = 3 * B * C + 3 * A * C + 3 * A * B
+    out = np.zeros(P * per, dtype)
+    interpret(module, [out, x], (P,), source=TILES_3D)
+    for p in range(P):
+        t = x[p]
+        wide = t.astype(np.float32) if dtype == np.float16 else t
+        want = []
+        for axis in range(3):
+            s = wide.sum(axis=axis)
+            want += [s.astype(dtype).ravel(), t.max(axis=axis).ravel(), t.min(axis=axis).ravel()]
+        got = out[p * per : (p + 1) * per]
+        if dtype == np.int32:
+            np.testing.assert_array_equal(got, np.concatenate(want))
+        else:
+            assert_close(got, np.concatenate(want), dtype)
+
+
+# ------------------------------------------------------------------- declared facts checked
+
+FACTS = """
+__global__ void k(float* x, int ld) {
+  int off __multipleof(8) = get_program_id(0) * ld;
+  *(x + off) = 1.0f;
+}
+"""
+
+
+def test_declared_multiple_of_is_checked_by_the_interpreter() -> None:
+    module = lower_source(FACTS)
+    x = np.zeros(64, np.float32)
+    interpret(module, [x, 8], (4,), source=FACTS)
+    assert list(np.flatnonzero(x)) == [0, 8, 16, 24]
+    with pytest.raises(AssumptionError) as info:
+        interpret(module, [np.zeros(64, np.float32), 6], (4,), source=FACTS)
+    text = str(info.value)
+    assert "<source>:3:" in text and "__multipleof(8)" in text and "is 6" in text and "program (1,)" in text
+    assert info.value.program_id == (1,) and info.value.value == 6

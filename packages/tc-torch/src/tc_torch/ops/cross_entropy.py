@@ -1,0 +1,129 @@
+"""Cross-entropy of logits against int64 class indices, forward and backward in tc kernels.
+
+The forward kernel gives the loss of every row (and saves its log-sum-exp); the backward kernel
+writes (softmax - one_hot) * dloss. The mean/sum reduction of torch's default is a sum over the
+row losses on top, so its gradient reaches the backward kernel as a broadcast (stride 0) vector."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.autograd.function import once_differentiable
+
+import tc_runtime as tc
+
+from ..devices import (FLOAT_DTYPES, acc_dtype, acc_type, check_extent, check_tensor, device_of,
+                       launch, tc_type)
+from ..library import get_kernel, rows_num_warps
+from .rows import row_stride
+
+OP = "tc_torch.cross_entropy"
+REDUCTIONS = ("mean", "sum", "none")
+#: Chunk of a row per loop iteration (GPU, interpreter).
+BLOCK = 4096
+CPU_BLOCK = 1024
+
+
+def _kernel(name: str, dtype: torch.dtype, n: int, ignore_index: int,
+            device: torch.device) -> tc.Kernel:
+    block = min(tc.next_power_of_2(max(n, 1)), CPU_BLOCK if device.type == "cpu" else BLOCK)
+    defines = {"TYPE": tc_type(dtype, OP, FLOAT_DTYPES), "ACC": acc_type(dtype), "BLOCK": block,
+               "IGNORE": f"({ignore_index})"}
+    return get_kernel("cross_entropy", name, device, defines, num_warps=rows_num_warps(block))
+
+
+def cross_entropy_forward(x: torch.Tensor, t: torch.Tensor,
+                          ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss per row, log-sum-exp per row), both in acc_dtype(x.dtype)."""
+    device = device_of([x, t], OP)
+    m, n = x.shape
+    loss = torch.empty(m, dtype=acc_dtype(x.dtype), device=x.device)
+    lse = torch.empty_like(loss)
+    if m:
+        k = _kernel("cross_entropy_forward", x.dtype, n, ignore_index, device)
+        launch(k, device, (m,), loss, lse, x, t, row_stride(x), m, n)
+    return loss, lse
+
+
+def cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, t: torch.Tensor,
+                           lse: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    device = device_of([dloss, x, t, lse], OP)
+    m, n = x.shape
+    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if m and n:
+        dl = dloss.to(lse.dtype)
+        stride = int(dl.stride(0)) if dl.dim() == 1 else 0
+        k = _kernel("cross_entropy_backward", x.dtype, n, ignore_index, device)
+        launch(k, device, (m,), dx, x, t, lse, dl, row_stride(dx), row_stride(x), stride, m, n)
+    return dx
+
+
+class _CrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, t: torch.Tensor, ignore_index: int) -> torch.Tensor:
+        loss, lse = cross_entropy_forward(x, t, ignore_index)
+        ctx.save_for_backward(x, t, lse)
+        ctx.ignore_index = ignore_index
+        ctx.mark_non_differentiable(lse)
+        return loss
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, dloss: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        x, t, lse = ctx.saved_tensors
+        return cross_entropy_backward(dloss, x, t, lse, ctx.ignore_index), None, None
+
+
+def _check(logits: object, target: object, ignore_index: object,
+           reduction: object) -> tuple[torch.Tensor, torch.Tensor]:
+    x = check_tensor(logits, OP, "logits")
+    t = check_tensor(target, OP, "target")
+    tc_type(x.dtype, OP, FLOAT_DTYPES)
+    if t.dtype != torch.int64:
+        raise TypeError(f"{OP}: target must hold int64 class indices, got {t.dtype}")
+    if x.dim() != 2:
+        raise ValueError(f"{OP}: logits must be 2-D (rows, classes), got shape {tuple(x.shape)}")
+    if t.shape != (x.shape[0],):
+        raise ValueError(f"{OP}: target must have shape ({x.shape[0]},) for logits of shape "
+                         f"{tuple(x.shape)}, got {tuple(t.shape)}")
+    if not isinstance(ignore_index, int) or isinstance(ignore_index, bool):
+        raise TypeError(f"{OP}: ignore_index must be an int, got {ignore_index!r}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{OP}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    device = device_of([x, t], OP)
+    if x.shape[1] == 0:
+        raise ValueError(f"{OP}: logits have no classes (shape {tuple(x.shape)})")
+    if device.type == "cpu" and t.numel():  # cheap here; on the GPU it would synchronize
+        bad = (t != ignore_index) & ((t < 0) | (t >= x.shape[1]))
+        if bool(bad.any()):
+            i = int(bad.nonzero()[0, 0])
+            raise ValueError(f"{OP}: target[{i}] = {int(t[i])} is not a class index in "
+                             f"[0, {x.shape[1]}) (nor ignore_index={ignore_index})")
+    if x.numel() and x.stride(1) != 1:
+        x = x.contiguous()
+    t = t.contiguous()
+    check_extent(OP, x)
+    return x, t
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor, ignore_index: int = -100,
+                  reduction: str = "mean") -> torch.Tensor:
+    """torch.nn.functional.cross_entropy(logits, target) for 2-D logits (rows, classes) and int64
+    targets: reduction "mean" (over the rows not ignored), "sum" or "none"; rows whose target is
+    ignore_index count 0. Any number of classes; float32, float16, bfloat16, float64; computed
+    in float32 (float64 for float64). On the GPU a target out of range gives a NaN loss (the
+    check would synchronize); on the CPU it is refused."""
+    x, t = _check(logits, target, ignore_index, reduction)
+    if torch.is_grad_enabled() and x.requires_grad:
+        apply: Any = _CrossEntropy.apply
+        loss: torch.Tensor = apply(x, t, ignore_index)
+    else:
+        loss = cross_entropy_forward(x, t, ignore_index)[0]
+    if reduction == "none":
+        return loss.to(x.dtype)
+    total = loss.sum()
+    if reduction == "sum":
+        return total.to(x.dtype)
+    count = (t != ignore_index).sum().to(loss.dtype)
+    return (total / count).to(x.dtype)
