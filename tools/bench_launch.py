@@ -1,87 +1,185 @@
-"""Host overhead of a kernel launch through tc_runtime, broken down by step (GPU machine only).
+"""Host time of one kernel launch: tc vs Triton 3.x (@triton.jit) vs CuPy RawKernel vs torch, in
+the same run, on the same small vector add (GPU machine only).
 
-Run: PYTHONPATH=<packages/*/src> python3 tools/bench_launch.py
+    PYTHONPATH=<packages/*/src> python3 tools/bench_launch.py [--json OUT.json]
+
+Each provider launches repeatedly in batches shorter than the launch queue (so the GPU never makes
+the host wait), with a synchronisation between batches outside the timed region; the table gives
+the median over batches of the host microseconds per call. Providers that cannot be imported are
+listed as unavailable. Also prints the breakdown of tc's launch path and the bare driver call.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
+import json
+import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "tc-runtime" / "tests"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
 
-import tc_runtime as tc  # noqa: E402
-from tc_runtime import driver  # noqa: E402
-from tc_runtime.binary import KernelBinary  # noqa: E402
-from tc_runtime.options import normalize_grid  # noqa: E402
-
-EMPTY_PTX = """
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry empty(.param .u64 p0, .param .u64 p1, .param .u64 p2, .param .u32 p3)
-{
-  ret;
+ADD_SRC = """
+__global__ void add(float* z, float* x, float* y, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    bool check[BLOCK] = off < N;
+    *?(check)(z + off) = *?(check)(x + off) + *?(check)(y + off);
 }
 """
 
+CUDA_C_ADD = r"""
+extern "C" __global__ void add(float* z, const float* x, const float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) z[i] = x[i] + y[i];
+}
+"""
 
-def per_call_us(fn: Callable[[], object], batches: int = 40, n: int = 250) -> float:
-    """Host time per call, launching in batches below the queue depth (so the GPU never makes
-    the host wait) and synchronising between batches outside the timed region."""
-    dev = driver.get_device(0)
-    total = 0.0
-    for b in range(batches + 1):
-        dev.synchronize()
+N = 1024
+BATCH = 200
+BATCHES = 30
+
+
+def per_call_us(fn: Callable[[], object], sync: Callable[[], object]) -> float:
+    """Median over batches of host microseconds per call."""
+    for _ in range(3 * BATCH):  # warm-up: compilation, caches, lazy loading
+        fn()
+    sync()
+    samples = []
+    for _ in range(BATCHES):
+        sync()
         t0 = time.perf_counter()
-        for _ in range(n):
+        for _ in range(BATCH):
             fn()
-        if b:
-            total += time.perf_counter() - t0
-    return total / (batches * n) * 1e6
+        samples.append((time.perf_counter() - t0) / BATCH * 1e6)
+    sync()
+    return float(statistics.median(samples))
 
 
-def main() -> None:
-    binary = KernelBinary(name="empty", arch="sm_80", ptx=EMPTY_PTX, cubin=None,
-                          signature=("ptr<f32>", "ptr<f32>", "ptr<f32>", "i32"),
-                          arg_names=("z", "x", "y", "N"), num_warps=4)
-    k = tc.load(binary, device="cuda:0", defines={"BLOCK": 1024})
-    dev = driver.get_device(0)
-    buf = driver.DeviceBuffer(dev, 1 << 20)
-    p = buf.ptr
-    n = 1 << 18
-    k(p, p, p, n, grid=(1,))
-    v = next(iter(k._variants.values()))
-    sig = k.signature
-    results = {
-        "tc kernel call, tuple grid": per_call_us(lambda: k(p, p, p, n, grid=(256,))),
-        "tc kernel call, lambda grid": per_call_us(
-            lambda: k(p, p, p, n, grid=lambda o: (tc.cdiv(n, o.BLOCK),))),
-        "specialize": per_call_us(lambda: sig.specialize((p, p, p, n))),
-        "normalize_grid tuple": per_call_us(lambda: normalize_grid((256,), v.opt)),
-        "pack": per_call_us(lambda: v.packer.pack((p, p, p, n))),
-        "Function.launch": per_call_us(lambda: v.function.launch(256, 1, 1, 0, v.packer.address)),
-    }
+def _caller(k: Any, zp: int, xp: int, yp: int) -> Callable[[], Callable[[], object]]:
+    return lambda: lambda: k(zp, xp, yp, N, grid=(1,))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+
+    import torch
+
+    import tc_runtime as tc
+    from tc_runtime import driver
+
+    if not torch.cuda.is_available():
+        print("no CUDA GPU: nothing to measure", file=sys.stderr)
+        return 1
+    sync = torch.cuda.synchronize
+    x = torch.rand(N, device="cuda")
+    y = torch.rand(N, device="cuda")
+    z = torch.empty_like(x)
+    zp, xp, yp = z.data_ptr(), x.data_ptr(), y.data_ptr()
+    results: dict[str, float | str] = {}
+
+    def measure(name: str, make: Callable[[], Callable[[], object]]) -> None:
+        try:
+            fn = make()
+            fn()
+            sync()
+            results[name] = per_call_us(fn, sync)
+        except Exception as exc:  # a missing peer must not hide the others
+            results[name] = f"unavailable ({type(exc).__name__}: {str(exc)[:80]})"
+        value = results[name]
+        print(f"{name:58s} " + (f"{value:7.2f} us" if isinstance(value, float) else value),
+              flush=True)
+
+    # --- tc, through each launch back end
+    backends = {}
+    for backend in ("ctypes", "cuda-python"):
+        os.environ["TC_LAUNCH_BACKEND"] = backend
+        driver._raw_launch = None  # re-read the knob for the kernels created next
+        k = tc.kernel(ADD_SRC, device="cuda", defines={"BLOCK": 1024})
+        k(zp, xp, yp, N, grid=(1,))
+        backends[backend] = k
+        measure(f"tc kernel, int pointers, tuple grid [{backend}]", _caller(k, zp, xp, yp))
+    k = backends["ctypes"]
+    measure("tc kernel, data_ptr() + lambda grid (the tutorial's call)",
+            lambda: lambda: k(z.data_ptr(), x.data_ptr(), y.data_ptr(), N,
+                              grid=lambda opt: (tc.cdiv(N, opt.BLOCK),)))
+    measure("tc kernel, explicit stream", lambda: lambda: k(zp, xp, yp, N, grid=(1,), stream=0))
+    try:
+        import tc_torch
+
+        measure("tc_torch.add(x, y) (allocates z)", lambda: lambda: tc_torch.add(x, y))
+    except ImportError as exc:
+        results["tc_torch.add(x, y) (allocates z)"] = f"unavailable ({exc})"
+
+    # --- peers
+    measure("torch x + y (allocates z)", lambda: lambda: x + y)
+    measure("torch.add(x, y, out=z)", lambda: lambda: torch.add(x, y, out=z))
+
+    def triton_fn() -> Callable[[], object]:
+        from triton_add import _add_kernel
+
+        return lambda: _add_kernel[(1,)](x, y, z, N, BLOCK=1024)
+
+    measure("Triton 3.x @triton.jit kernel[(1,)](x, y, z, n, BLOCK=1024)", triton_fn)
+
+    def cupy_fn() -> Callable[[], object]:
+        import cupy  # type: ignore[import-not-found, unused-ignore]
+        import numpy as np
+
+        kern = cupy.RawKernel(CUDA_C_ADD, "add")
+        cx = cupy.asarray(x)
+        cy = cupy.asarray(y)
+        cz = cupy.asarray(z)
+        n32 = np.int32(N)
+        return lambda: kern((1,), (1024,), (cz, cx, cy, n32))
+
+    measure("CuPy RawKernel((1,), (1024,), (z, x, y, n))", cupy_fn)
+
+    # --- the parts of tc's launch path, and the bare driver call
+    v = next(iter(k._fast.values()))
+    key_fn = k._key_fn
+    measure("  part: key function (specialization)", lambda: lambda: key_fn(zp, xp, yp, N))
+    measure("  part: variant look-up", lambda: lambda: k._fast[key_fn(zp, xp, yp, N)])
+    measure("  part: pack_into", lambda: lambda: v.pack_into(v.buffer, 0, zp, xp, yp, N))
+    stream_fn = k._stream_fn
+    measure("  part: current stream", lambda: lambda: stream_fn(0))
+    measure("  part: Function.launch", lambda: lambda: v.function.launch(1, 1, 1, 0, v.packer))
     cu = driver._module()
+    fn = v.function
     s0 = driver.stream_object(0)
-    h = v.function.handle
-    addr = v.packer.address
-    results["raw cuLaunchKernel (cuda-python)"] = per_call_us(
-        lambda: cu.cuLaunchKernel(h, 256, 1, 1, 128, 1, 1, 0, s0, addr, 0))
-    lib = ctypes.CDLL("libcuda.so.1")
-    fn = lib.cuLaunchKernel
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-    hp = int(h)
-    results["raw cuLaunchKernel (ctypes)"] = per_call_us(
-        lambda: fn(hp, 256, 1, 1, 128, 1, 1, 0, 0, addr, None))
-    dev.synchronize()
-    for name, us in results.items():
-        print(f"{name:40s} {us:7.2f} us")
+    measure("  bare cuLaunchKernel through cuda-python",
+            lambda: lambda: cu.cuLaunchKernel(fn.handle, 1, 1, 1, fn.block_x, 1, 1,
+                                              fn.shared_bytes, s0, v.packer.address, 0))
+    raw = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+    ch = ctypes.c_void_p(int(fn.handle))
+    measure("  bare cuLaunchKernel through ctypes",
+            lambda: lambda: raw(ch, 1, 1, 1, fn.block_x, 1, 1, fn.shared_bytes, None,
+                                v.packer.pointers, None))
+
+    tc_us = results["tc kernel, int pointers, tuple grid [ctypes]"]
+    triton_us = results["Triton 3.x @triton.jit kernel[(1,)](x, y, z, n, BLOCK=1024)"]
+    cupy_us = results["CuPy RawKernel((1,), (1024,), (z, x, y, n))"]
+    print()
+    for peer, us in (("Triton", triton_us), ("CuPy", cupy_us)):
+        if isinstance(tc_us, float) and isinstance(us, float):
+            print(f"tc / {peer}: {tc_us / us:.2f} ({'PASS' if tc_us <= us else 'FAIL'}: tc must "
+                  f"be at most {peer}'s)")
+    if isinstance(tc_us, float):
+        print(f"tc under 8 us: {'PASS' if tc_us < 8 else 'FAIL'} ({tc_us:.2f} us)")
+    out = args.json or (str(Path(os.environ["OUT"]) / "bench_launch.json")
+                        if os.environ.get("OUT") else None)
+    if out:
+        data: dict[str, Any] = {"gpu": torch.cuda.get_device_name(0), "results": results}
+        Path(out).write_text(json.dumps(data, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -204,11 +204,11 @@ def launch_overhead(r: Report) -> None:
     us = host_us(lambda: k(zp, xp, yp, 1024, grid=(1,)))
     r.number("host us per call: raw tc kernel launch", f"{us:.2f}")
     # the driver's own cost on this machine, for the same kernel and arguments
-    v = next(iter(k._variants.values()))
+    v = next(iter(k._fast.values()))
     fn, addr = v.function, v.packer.address
     v.packer.pack((zp, xp, yp, 1024))
     cu_us = host_us(lambda: fn._launch(fn.handle, 1, 1, 1, fn.block_x, 1, 1, fn.shared_bytes,
-                                       fn_stream, addr, 0))
+                                       fn_stream, addr, 0))  # cuda-python's own call
     r.number("host us per call: bare cuLaunchKernel (cuda-python)", f"{cu_us:.2f}")
     r.check("tc launch overhead above cuLaunchKernel < 4 us", us - cu_us < 4,
             f"{us:.2f} us vs {cu_us:.2f} us; target < 8 us in total")
@@ -225,6 +225,75 @@ def tutorials(r: Report) -> None:
 
 
 # ---------------------------------------------------------------------------------------- main
+
+
+def sanitizer(r: Report) -> None:
+    """compute-sanitizer memcheck over the tutorial kernels (tools/sanitize_kernels.py): it must
+    report 0 errors. Skipped (FAIL with a note) when compute-sanitizer is not on the PATH."""
+    import shutil
+
+    exe = shutil.which("compute-sanitizer")
+    if exe is None:
+        r.check("compute-sanitizer memcheck", False, "compute-sanitizer not on the PATH")
+        return
+    for tool in ("memcheck", "racecheck"):
+        cmd = [exe, "--tool", tool, "--error-exitcode", "3", sys.executable,
+               str(ROOT / "tools" / "sanitize_kernels.py")]
+        r.say(" ".join(cmd))
+        env = dict(os.environ, TC_ALWAYS_COMPILE="1")
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200, env=env)
+        text = proc.stdout + proc.stderr
+        if OUT is not None:
+            (OUT / f"sanitizer-{tool}.log").write_text(text)
+        summary = [ln for ln in text.splitlines() if "ERROR SUMMARY" in ln or "RACECHECK SUMMARY" in ln]
+        r.say("\n".join(text.strip().splitlines()[-30:]))
+        r.check(f"compute-sanitizer {tool} (tutorial kernels)", proc.returncode == 0,
+                summary[-1].strip() if summary else f"exit code {proc.returncode}")
+
+
+def runtime_launch(r: Report) -> None:
+    """tc_runtime (issue 6): launch host time vs Triton 3.x and CuPy in one run, and a new process
+    finding a cached kernel."""
+    import json as _json
+
+    out = (OUT if OUT is not None else ROOT / "build") / "bench_launch.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_launch.py"), "--json",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-6000:])
+    if proc.returncode != 0 or not out.is_file():
+        r.check("bench_launch", False, f"exit {proc.returncode}")
+        return
+    res = _json.loads(out.read_text())["results"]
+    tc_us = res.get("tc kernel, int pointers, tuple grid [ctypes]")
+    peers = {"Triton": res.get("Triton 3.x @triton.jit kernel[(1,)](x, y, z, n, BLOCK=1024)"),
+             "CuPy": res.get("CuPy RawKernel((1,), (1024,), (z, x, y, n))")}
+    for name, value in res.items():
+        if isinstance(value, float):
+            r.number(f"launch host us: {name}", f"{value:.2f}")
+    if isinstance(tc_us, float):
+        r.check("tc launch under 8 us", tc_us < 8, f"{tc_us:.2f} us")
+        for peer, us in peers.items():
+            if isinstance(us, float):
+                r.check(f"tc launch <= {peer}", tc_us <= us, f"{tc_us:.2f} vs {us:.2f} us")
+    # a new process: kernel object + first launch of a kernel that is in the disk cache
+    script = (
+        "import time, torch; t0 = time.perf_counter(); import tc_runtime as tc\n"
+        "x = torch.rand(1024, device='cuda'); torch.cuda.synchronize(); t1 = time.perf_counter()\n"
+        "k = tc.kernel(open('tools/bench_launch.py').read().split('ADD_SRC = \"\"\"')[1]"
+        ".split('\"\"\"')[0], device='cuda', defines={'BLOCK': 1024})\n"
+        "p = x.data_ptr(); k(p, p, p, 1024, grid=(1,)); torch.cuda.synchronize()\n"
+        "import sys; print((time.perf_counter() - t1) * 1000, 'tc_nvptx' in sys.modules)\n")
+    for attempt in range(2):  # the first run fills the cache
+        proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+    if proc.returncode != 0:
+        r.check("cached kernel in a new process", False, proc.stderr[-300:])
+        return
+    ms_text, compiled = proc.stdout.split()[-2:]
+    r.number("new process: cached kernel ready and launched (ms)", f"{float(ms_text):.1f}")
+    r.check("cached kernel in a new process under 100 ms, compiler not loaded",
+            float(ms_text) < 100 and compiled == "False", f"{float(ms_text):.1f} ms")
 
 
 def gpu_name() -> str:
@@ -275,7 +344,9 @@ def main() -> int:
         r.section("vector add exactness", vector_add_exact)
         r.section("vector add bandwidth", bandwidth)
         r.section("launch overhead", launch_overhead)
+        r.section("runtime: launch vs Triton and CuPy, cached kernels", runtime_launch)
         r.section("tutorials", tutorials)
+        r.section("compute-sanitizer", sanitizer)
     text = table(r)
     r.say("\n" + text)
     if OUT is not None:

@@ -171,3 +171,17 @@ def test_structured_control_flow() -> None:
     assert isinstance(block.terminator, O.ReturnOp)
     with pytest.raises(BuilderError):
         b.for_(b.constant(0, I64), zero, step)
+
+
+def test_assume_records_facts_and_refuses_floats() -> None:
+    block = _fn_block()
+    b = Builder(block)
+    x, n = block.args
+    v = b.assume(n, multiple_of=8)
+    assert isinstance(v.op, O.AssumeOp) and v.type == I32 and v.op.multiple_of == 8 and v.op.aligned == 1
+    p = b.assume(x, aligned=16)
+    assert p.type == PointerType(F32) and p.op.attributes() == {"multiple_of": 1, "aligned": 16}
+    with pytest.raises(BuilderError, match="only integers and pointers"):
+        b.assume(b.constant(1.0, F32), multiple_of=2)
+    with pytest.raises(BuilderError, match="positive"):
+        b.assume(n, multiple_of=0)

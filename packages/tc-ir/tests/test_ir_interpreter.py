@@ -19,9 +19,8 @@ from tc_ir.interpreter import (
 from tc_ir.interpreter.dtypes import bits_to_bf16, round_bf16
 from tc_ir.ir_parser import parse_module
 from tc_ir.ops import Function
-from tc_ir.printer import print_module
 from tc_ir.testing import round_trip
-from tc_ir.verifier import IRVerificationError, verify
+from tc_ir.verifier import IRVerificationError
 
 
 def kernel(args: str, body: str) -> Function:

@@ -9,15 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import tc_lang
 
 from tc_ir.interpreter import Interpreter, OutOfBoundsError, interpret
-from tc_ir.ir_parser import parse_module
-from tc_ir.lower import lower
 from tc_ir.ops import Module
-from tc_ir.printer import print_module
 from tc_ir.testing import lower_source
-from tc_ir.verifier import verify
 
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
 
@@ -138,23 +133,33 @@ def _fused_defines(trans_a: bool, trans_b: bool) -> dict[str, Any]:
 @pytest.mark.parametrize("trans_b", [False, True])
 @pytest.mark.parametrize("trans_a", [False, True])
 def test_matmul_fused_transpositions(trans_a: bool, trans_b: bool) -> None:
-    M, N, K = 64, 96, 48
+    M, N, K, TK = 64, 96, 48, 16
     module, src = compile_kernel("matmul_fused_trans.tc", _fused_defines(trans_a, trans_b))
     rng = np.random.default_rng(7)
     a = rng.standard_normal((K, M) if trans_a else (M, K)).astype(np.float32)
     b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(np.float32)
     lda, ldb = (M if trans_a else K), (K if trans_b else N)
     c = np.zeros((M, N), np.float32)
-    # The spec kernel pre-fetches one tile past K after its last iteration: on exact-size
-    # buffers the interpreter reports that read at its source line ...
+    grid = (M // 32, N // 32)
+    # The spec kernel pre-fetches: each iteration loads the *next* tiles of A and B, so after the
+    # last iteration it reads one tile past K. On buffers of exactly K the interpreter reports
+    # that read at its source line ...
     with pytest.raises(OutOfBoundsError, match=r"matmul_fused_trans.tc:2[23]:5 \(`[ab] = \*p[ab];`\)"):
-        interpret(module, [a, b, c, M, N, K, lda, ldb, N], (M // 32, N // 32), source=src)
-    # ... and with padded buffers the result is right.
-    pa = np.zeros(a.size + 32 * 64, np.float32)
-    pa[: a.size] = a.ravel()
-    pb = np.zeros(b.size + 32 * 96, np.float32)
-    pb[: b.size] = b.ravel()
-    interpret(module, [pa, pb, c, M, N, K, lda, ldb, N], (M // 32, N // 32), source=src)
+        interpret(module, [a, b, c, M, N, K, lda, ldb, N], grid, source=src)
+    # ... so the operands are padded with one tile (TK) of zeros along K, the strides following
+    # the padded shapes; the extra tile is read but never used.
+    pa = np.zeros((K + TK, M) if trans_a else (M, K + TK), np.float32)
+    pb = np.zeros((N, K + TK) if trans_b else (K + TK, N), np.float32)
+    if trans_a:
+        pa[:K] = a
+    else:
+        pa[:, :K] = a
+    if trans_b:
+        pb[:, :K] = b
+    else:
+        pb[:K] = b
+    plda, pldb = (M if trans_a else K + TK), (K + TK if trans_b else N)
+    interpret(module, [pa, pb, c, M, N, K, plda, pldb, N], grid, source=src)
     ref = (a.T if trans_a else a) @ (b.T if trans_b else b)
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
 

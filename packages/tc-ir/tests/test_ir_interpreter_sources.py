@@ -369,3 +369,33 @@ def test_declared_multiple_of_is_checked_by_the_interpreter() -> None:
     text = str(info.value)
     assert "<source>:3:" in text and "__multipleof(8)" in text and "is 6" in text and "program (1,)" in text
     assert info.value.program_id == (1,) and info.value.value == 6
+
+
+# ----------------------------------------------- conditions mask the accesses they guard
+
+GUARDED = """
+__global__ void k(float* o, float* row, float* col, int* hits, int n) {
+  int r[8] = 0 ... 8;
+  bool c[8, 8] = r[:, newaxis] < n && r[newaxis, :] < n;
+  // row and col hold n elements: a lane is read only where some selected element needs it
+  float t[8, 8] = c ? *(col + r[:, newaxis]) + *(row + r[newaxis, :]) : -1.0f;
+  *(o + r[:, newaxis] * 8 + r[newaxis, :]) = t;
+  bool pos[8] = r < n && *(row + r) > 0.0f;    // element-wise short circuit
+  int one[8] = 1;
+  int old[8] = pos ? atomic_add(hits + r, one) : 0;
+}
+"""
+
+
+def test_tile_conditions_mask_smaller_loads_and_atomics() -> None:
+    n = 5
+    module = lower_source(GUARDED)
+    row = np.arange(n, dtype=np.float32) - 2  # -2 -1 0 1 2
+    col = np.arange(n, dtype=np.float32) * 10
+    out = np.zeros((8, 8), np.float32)
+    hits = np.zeros(n, np.int32)
+    interpret(module, [out, row, col, hits, n], (1,))  # exact-size buffers: no access beyond n
+    want = np.full((8, 8), -1.0, np.float32)
+    want[:n, :n] = col[:, None] + row[None, :]
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(hits, (row > 0).astype(np.int32))

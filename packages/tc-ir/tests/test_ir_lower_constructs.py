@@ -11,7 +11,6 @@ from tc_ir import ops as O
 from tc_ir.interpreter import interpret
 from tc_ir.testing import lower_source
 from tc_ir.types import F32, TileType
-from tc_ir.verifier import verify
 
 
 def lower_src(src: str, **defines: object) -> O.Module:

@@ -3,13 +3,10 @@ through the reference interpreter, the numbers they compute."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import tc_lang
 
 from tc_ir import ops as O
 from tc_ir.interpreter import interpret
@@ -17,7 +14,6 @@ from tc_ir.testing import filecheck as check_ir
 from tc_ir.testing import lower_source
 from tc_ir.printer import print_module
 from tc_ir.types import F32, I1, I32, PointerType, TileType
-from tc_ir.verifier import verify
 
 VECTOR_ADD = """
 __global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {

@@ -105,6 +105,11 @@ def test_message_names_op_location_and_problem() -> None:
         ("    %c = tc.constant {value = 1.5} : i32", "a float value 1.5 for an i32 constant"),
         ("    %a = tc.constant {value = 0.0} : tile<16x8xf32, #blocked<spt=[1], tpw=[32], wpc=[4], order=[0]>>",
          "has rank 1 but the tile"),
+        ("    %c = tc.constant {value = 1.5} : f32\n"
+         "    %a = tc.assume %c {multiple_of = 4} : f32", "only integers and pointers"),
+        ("    %a = tc.assume %x {aligned = 12} : ptr<f32>", "aligned 12 is not a power of two"),
+        ("    %a = tc.assume %n {multiple_of = 0} : i32", "multiple_of must be a positive integer"),
+        ("    %a = tc.assume %n {multiple_of = 8} : i64", "assume changes the type i32 -> i64"),
     ],
 )
 def test_op_rules(body: str, message: str) -> None:

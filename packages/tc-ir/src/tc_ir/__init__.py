@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import layouts, ops, types
 from .builder import Builder, BuilderError
 from .interpreter import (
+    AssumptionError,
     Interpreter,
     InterpreterError,
     Memory,
@@ -23,6 +24,7 @@ from .verifier import IRVerificationError, verify
 __version__ = "0.1.0"
 
 __all__ = [
+    "AssumptionError",
     "Block",
     "Builder",
     "BuilderError",

@@ -44,11 +44,16 @@ def lower_source(
     kernel: str | None = None,
     filename: str = "<source>",
 ) -> Module:
-    """Source -> tc_lang front end -> lowering -> verified, round-tripped Module."""
+    """Source -> tc_lang front end -> lowering -> verified, round-tripped Module in which every
+    op and function has a source location."""
     import tc_lang
 
     unit = tc_lang.frontend(source, dict(defines) if defines else None, filename=filename)
     module = lower(unit, kernel, verify=True)
+    unlocated = [op.NAME for op in module.walk() if op.loc is None or op.loc.line <= 0]
+    unlocated += [f"function {f.name}" for f in module.functions if f.loc is None or f.loc.line <= 0]
+    if unlocated:
+        raise AssertionError(f"ops without a source location: {unlocated}")
     round_trip(module)
     return module
 

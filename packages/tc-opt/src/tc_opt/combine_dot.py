@@ -57,7 +57,7 @@ def _available_at(v: Value, op: DotOp) -> bool:
     if not isinstance(v, OpResult):
         return True  # a block argument: dominates everything in its block and below
     blk = op.parent
-    cur = op
+    cur: Operation = op
     while blk is not None:
         if v.op.parent is blk:
             return blk.ops.index(v.op) < blk.ops.index(cur)

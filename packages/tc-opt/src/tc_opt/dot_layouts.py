@@ -11,8 +11,10 @@ same column by ldmatrix, and the 16-byte cp.async writes of a warp, hit 8 differ
 from __future__ import annotations
 
 from tc_ir.layouts import DotOperand, Layout, Mma, Shared
-from tc_ir.ops import DotOp
+from tc_ir.ops import DotOp, Module
 from tc_ir.types import ElementType, ScalarType, TileType
+
+from .pass_manager import Pass
 
 #: The accumulator block one mma.sync instruction computes per warp.
 INSTR_SHAPE = (16, 8)
@@ -101,3 +103,18 @@ def register_order(t: TileType) -> tuple[int, ...]:
     if isinstance(order, tuple) and len(order) == t.rank:
         return order
     return tuple(range(t.rank - 1, -1, -1))
+
+
+class ApplyDotPrecision(Pass):
+    """CompileOptions.fp32_dot == "tf32": fp32 x fp32 dots run as tf32 on tensor cores."""
+
+    name = "dot-precision"
+
+    def run(self, module: Module) -> None:
+        if self.options.fp32_dot != "tf32":
+            return
+        for op in module.walk():
+            if isinstance(op, DotOp) and op.precision == "ieee":
+                t = op.operands[0].type
+                if isinstance(t, TileType) and t.element == ScalarType("f32"):
+                    op.precision = "tf32"

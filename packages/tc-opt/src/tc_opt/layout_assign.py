@@ -202,8 +202,9 @@ class _Solver:
             t = v.type
             assert isinstance(t, TileType)
             self.layout[v] = lay
-            for w in self.ties.get(v, []):
-                self.push(w, lay)
+            for w in self.ties.get(v, []):  # tied values (loop-carried, if results) agree at once
+                if w not in self.layout and is_tile(w):
+                    self.queue.appendleft((w, lay))
             if isinstance(v, OpResult):
                 for operand, ol in zip(v.op.operands, self.operand_layouts(v.op, lay)):
                     self.push(operand, ol)

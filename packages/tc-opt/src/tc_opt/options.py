@@ -54,6 +54,9 @@ class CompileOptions:
     num_warps: int = attrs.field(default=4, validator=_check_warps)
     num_stages: int = attrs.field(default=3, validator=_check_stages)
     specialization: tuple[str | None, ...] | None = attrs.field(default=None, converter=_spec)
+    #: Precision of fp32 dots whose IR says "ieee": "ieee" keeps them exact (FMA), "tf32" allows
+    #: tensor cores (set by the user; never implied).
+    fp32_dot: str = attrs.field(default="ieee", validator=attrs.validators.in_(("ieee", "tf32")))
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False

@@ -6,14 +6,17 @@ from .canonicalize import Canonicalize
 from .combine_dot import CombineDotAdd
 from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
+from .dot_layouts import ApplyDotPrecision
 from .layout_assign import AssignLayouts, RemoveTrivialConverts
 from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
 from .pass_manager import PassManager
+from .pipeline_loops import PipelineLoops
 from .rematerialize import Rematerialize
 from .resources import CheckResources
 from .shared_alloc import AllocateShared
 from .specialize import SpecializeArguments
+from .stage_dot_operands import StageDotOperands
 
 
 def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
@@ -25,6 +28,7 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         LoopInvariantCodeMotion(o),
         CommonSubexpressionElimination(o),
         DeadCodeElimination(o),
+        ApplyDotPrecision(o),
         AssignLayouts(o),
         RemoveTrivialConverts(o),
         CommonSubexpressionElimination(o),
@@ -32,6 +36,8 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         # after the last CSE (which would merge the recomputed values back into the originals)
         Rematerialize(o),
         DeadCodeElimination(o),
+        StageDotOperands(o),
+        PipelineLoops(o),
         AllocateShared(o),
         CheckResources(o),
     ]

@@ -10,6 +10,8 @@ The compiler packages are imported only when a kernel is compiled (extra `tc-run
 from __future__ import annotations
 
 from . import testing
+from .binary import KernelBinary, save
+from .build import build
 from .cache import KernelCache
 from .errors import TcCacheError, TcDeviceError, TcLaunchError, TcRuntimeError
 from .helpers import cdiv, next_power_of_2
@@ -21,16 +23,19 @@ __version__ = "0.1.0"
 __all__ = [
     "Config",
     "Kernel",
+    "KernelBinary",
     "KernelCache",
     "Options",
     "TcCacheError",
     "TcDeviceError",
     "TcLaunchError",
     "TcRuntimeError",
+    "build",
     "cdiv",
     "config",
     "kernel",
     "load",
     "next_power_of_2",
+    "save",
     "testing",
 ]

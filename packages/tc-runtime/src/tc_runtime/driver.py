@@ -434,6 +434,14 @@ class Event:
     def synchronize(self) -> None:
         check(_module().cuEventSynchronize(self.handle), "cuEventSynchronize")
 
+    def __del__(self) -> None:
+        handle = getattr(self, "handle", None)
+        if handle is not None and _cu is not None:
+            try:
+                _cu.cuEventDestroy(handle)
+            except Exception:  # interpreter shutdown: nothing to do
+                pass
+
     def elapsed_ms(self, end: Event) -> float:
         return float(check(_module().cuEventElapsedTime(self.handle, end.handle),
                            "cuEventElapsedTime"))

@@ -21,6 +21,7 @@ from typing import Any
 from . import autotune, compiler, driver, knobs
 from .binary import KernelBinary
 from .binary import read as read_binary
+from .build import base_key, compile_cached
 from .cache import KernelCache, cache_key, read_entry
 from .configs import check_key, expand_configs, key_indices
 from .cpu import CpuKernel
@@ -37,9 +38,6 @@ from .options import (
 )
 from .signature import DIV16, NONE, ArgPacker, Signature, is_pointer
 
-#: Bump when the layout of cache records written by this module changes.
-_RECORD_VERSION = 2
-
 # kept importable from here (older tests and tools)
 _expand_configs = expand_configs
 __all__ = ["Kernel", "kernel", "load", "parse_device"]
@@ -47,6 +45,10 @@ __all__ = ["Kernel", "kernel", "load", "parse_device"]
 
 def _no_key(*args: object) -> tuple[Any, ...]:
     raise TypeError("the kernel's signature is not known yet")
+
+
+def _cpu_keyed(*args: object) -> tuple[Any, ...]:
+    raise TypeError("the CPU path does not use the generated key function")
 
 
 class Variant:
@@ -278,13 +280,14 @@ class Kernel:
         if grid is None:
             raise TypeError(f"launching '{self.name or 'kernel'}' needs a grid: "
                             f"k(*args, grid=lambda opt: (...,))")
-        ck = self.cpu_kernel(0)
-        ck.signature.check_count(len(args))
-        if len(self.configs) > 1:
-            if not self._key_indices and self.autotune_key:
-                self._key_indices = key_indices(self.autotune_key, ck.signature, len(self.configs))
-            elif not self._key_indices:
-                self._key_indices = key_indices([], ck.signature, len(self.configs))
+        sig = self.cpu_signature()
+        sig.check_count(len(args))
+        if len(self.configs) == 1:
+            ck = self.cpu_kernel(0)
+        else:
+            if self._key_fn is _no_key:
+                self._key_indices = key_indices(self.autotune_key, sig, len(self.configs))
+                self._key_fn = _cpu_keyed
             values = tuple(_hashable(args[i]) for i in self._key_indices)
             index = self._cpu_choice.get(values)
             if index is None:
@@ -328,10 +331,8 @@ class Kernel:
 
     def base_key(self, index: int = 0) -> dict[str, Any]:
         """The cache-key components shared by everything compiled for configuration `index`."""
-        c = self.configs[index]
-        return {"source": self._source_for_key(index), "filename": self.filename,
-                "kernel": self.name, "defines": sorted(c.defines.items()),
-                "toolchain": compiler.fingerprint(), "record": _RECORD_VERSION}
+        return base_key(self._source_for_key(index), self.filename, self.name,
+                        self.configs[index].defines)
 
     def _resolve_signature(self) -> Signature:
         """The kernel's argument kinds and names, from the disk cache or the front end."""
@@ -343,8 +344,7 @@ class Kernel:
             record = cache.get_record(key) if cache is not None and not knobs.always_compile() \
                 else None
             if record is None:
-                fn = compiler.lower_source(self.source, defines=self.configs[0].defines,
-                                           kernel=self.name, filename=self.filename)
+                fn = self._lower_any()
                 record = {"name": fn.name, "kinds": [str(a.type) for a in fn.args],
                           "names": list(fn.arg_names)}
                 if cache is not None:
@@ -352,6 +352,34 @@ class Kernel:
             self._signature = Signature(str(record["name"]), list(record["kinds"]),
                                         list(record["names"]))
             return self._signature
+
+    def _lower_any(self) -> Any:
+        """The lowered kernel of the first configuration the front end accepts (a tuning space
+        may hold configurations that do not compile; they are skipped later)."""
+        errors: list[BaseException] = []
+        for c in self.configs:
+            try:
+                return compiler.lower_source(self.source, defines=c.defines, kernel=self.name,
+                                             filename=self.filename)
+            except autotune.skippable_errors() as exc:
+                errors.append(exc)
+                if len(self.configs) == 1:
+                    raise
+        raise errors[0]
+
+    def cpu_signature(self) -> Signature:
+        """The signature on the CPU: from the first configuration that lowers."""
+        if self._signature is None:
+            errors: list[BaseException] = []
+            for i in range(len(self.configs)):
+                try:
+                    return self.cpu_kernel(i).signature
+                except autotune.skippable_errors() as exc:
+                    errors.append(exc)
+                    if len(self.configs) == 1:
+                        raise
+            raise errors[0]
+        return self._signature
 
     def cache(self) -> KernelCache | None:
         return None if knobs.disable_cache() else KernelCache()
@@ -402,23 +430,11 @@ class Kernel:
         assert self._device is not None
         if self._binary_fixed is not None:
             return self._binary_fixed
-        arch = self._device.arch
         config = self.configs[index]
-        cache = self.cache()
-        key = cache_key({**self.base_key(index), "what": "kernel", "arch": arch,
-                         "num_warps": config.num_warps, "num_stages": config.num_stages,
-                         "specialization": list(spec)})
-        if cache is not None and not knobs.always_compile():
-            hit = cache.get(key)
-            if hit is not None:
-                return hit
-        binary = compiler.compile_source(self.source, defines=config.defines, kernel=self.name,
-                                         arch=arch, num_warps=config.num_warps,
-                                         num_stages=config.num_stages, specialization=spec,
-                                         filename=self.filename)
-        if cache is not None:
-            cache.put(key, binary)
-        return binary
+        return compile_cached(self.source, filename=self.filename, name=self.name,
+                              defines=config.defines, arch=self._device.arch,
+                              num_warps=config.num_warps, num_stages=config.num_stages,
+                              spec=spec, base=self.base_key(index))
 
     def _default_spec(self) -> tuple[int, ...]:
         sig = self._resolve_signature()
@@ -479,7 +495,7 @@ class Kernel:
     @property
     def signature(self) -> Signature:
         if self._device is None:
-            return self.cpu_kernel(0).signature
+            return self.cpu_signature()
         return self._resolve_signature()
 
     def __repr__(self) -> str:
@@ -493,7 +509,7 @@ def _stream_handle(stream: object) -> int:
         raise TypeError(f"stream must be a raw handle (int) or a stream object, got {stream!r}")
     handle = getattr(stream, "cuda_stream", stream)
     try:
-        return int(handle)  # type: ignore[call-overload]
+        return int(handle)  # type: ignore[call-overload, no-any-return]
     except (TypeError, ValueError):
         raise TypeError(f"stream must be a raw handle (int) or a stream object with "
                         f".cuda_stream, got {type(stream).__name__}") from None

@@ -49,7 +49,7 @@ def c_spelling(kind: str) -> str:
 def _bf16_bits(value: float) -> int:
     """The bf16 bit pattern of a float (round to nearest even), for packing a bf16 scalar."""
     try:
-        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        bits = int(struct.unpack("<I", struct.pack("<f", value))[0])
     except OverflowError:  # beyond the float32 range: infinity of that sign
         bits = 0xFF800000 if value < 0 else 0x7F800000
     if math.isnan(value):

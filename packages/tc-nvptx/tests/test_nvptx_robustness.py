@@ -1,0 +1,78 @@
+"""Code generation details that must match the interpreter or the target: shifts by any amount,
+shared memory limits refused at compile time, and `tcc --time-passes` / `--print-after-all`."""
+
+from __future__ import annotations
+
+import pytest
+from tc_lang.diagnostics import TcResourceError
+from tc_nvptx import compile
+from tc_nvptx.cli import main
+from tc_opt import CompileOptions, ResourceLimitError
+
+SHIFT = """
+__global__ void k(int* o, int* a, int* s) {
+  int r[128] = 0 ... 128;
+  int x[128] = *(a + r);
+  int y[128] = *(s + r);
+  unsigned ux[128] = x;
+  *(o + r) = x << y;
+  *(o + r + 128) = x >> y;
+  *(o + r + 256) = (int)(ux >> y);
+}
+"""
+
+
+def test_shifts_by_the_width_or_more_are_defined() -> None:
+    k = compile(SHIFT, assemble_cubin=False)
+    llvm = k.asm["llvm"]
+    # every shift amount is compared with the width: shl/lshr give 0, ashr the sign fill
+    assert llvm.count("icmp ult i32") >= 3
+    assert "i32 31" in llvm and "select" in llvm  # ashr clamps the amount to 31
+    assert "shl.b32" in k.ptx and "shr.s32" in k.ptx and "shr.u32" in k.ptx
+
+
+TRANSPOSE = """
+__global__ void t(float* X, float* Y) {
+  int rm[TM] = 0 ... TM;
+  int rn[TN] = 0 ... TN;
+  float* px[TM, TN] = X + rm[:, newaxis] + rn[newaxis, :] * TM;
+  float* py[TN, TM] = Y + rm[newaxis, :] * TN + rn[:, newaxis];
+  *py = ^(*px);
+}
+"""
+
+
+def test_too_much_shared_memory_is_refused_with_the_numbers() -> None:
+    with pytest.raises(TcResourceError) as info:
+        compile(TRANSPOSE, defines={"TM": 256, "TN": 256}, options=CompileOptions(arch="sm_90"),
+                assemble_cubin=False)
+    e = info.value
+    assert isinstance(e, ResourceLimitError)
+    assert e.resource == "shared memory" and e.needed >= 256 * 256 * 4 and e.limit == 227 * 1024
+    assert "smaller tiles" in e.hint and "num_stages" in e.hint
+
+
+def test_tcc_reports_resource_errors_without_a_traceback(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import pathlib
+
+    path = pathlib.Path(str(tmp_path)) / "t.tc"
+    path.write_text(TRANSPOSE)
+    assert main([str(path), "-D", "TM=256", "-D", "TN=256", "--arch", "sm_80"]) == 1
+    err = capsys.readouterr().err
+    assert "error[E0701]" in err and "163 KB" not in err and "166912 bytes" in err
+    assert "Traceback" not in err
+
+
+def test_tcc_time_passes_and_print_after_all(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import pathlib
+
+    path = pathlib.Path(str(tmp_path)) / "t.tc"
+    path.write_text(TRANSPOSE)
+    out = pathlib.Path(str(tmp_path)) / "t.ptx"
+    assert main([str(path), "-D", "TM=32", "-D", "TN=32", "--time-passes", "--print-after-all", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    for name in ("licm", "rematerialize", "combine-dot", "allocate-shared", "check-resources"):
+        assert f"IR after {name}" in err
+        assert f"pass {name}" in err
+    assert "LLVM O3 + PTX emission" in err and "total" in err
+    assert ".entry t" in out.read_text()

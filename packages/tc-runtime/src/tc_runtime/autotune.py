@@ -1,0 +1,252 @@
+"""The auto-tuner: choose a kernel's configuration per (specialization, auto-tuning key values).
+
+On a GPU every configuration that compiles and loads is timed on the caller's arguments with CUDA
+events (a warm-up launch, then repetitions each after an L2 flush) and the fastest by median wins.
+The memory behind the pointer arguments is saved first and restored before each configuration and
+at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
+the same state each time and the caller's launch then runs exactly once on the original data (the
+original runtime benchmarked on live data). The choice is remembered in memory and on disk.
+
+On the CPU (the interpreter) the configurations are run from the same inputs and their results
+must agree (with a float tolerance): a configuration that computes something else is a bug in the
+kernel, reported with the configuration and the buffer. The first configuration is then used.
+
+A configuration that does not compile (tc_lang's TcCompileError, TcResourceError included) or that
+the driver refuses to load or launch (TcLaunchError) is skipped; TC_PRINT_AUTOTUNING=1 says which
+and why, and prints every time. TC_SKIP_AUTOTUNING=1 takes the first configuration that works.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import driver, knobs
+from .cache import cache_key
+from .cpu import regions as cpu_regions
+from .errors import TcLaunchError, TcRuntimeError
+
+if TYPE_CHECKING:
+    from .kernel import Kernel, Variant
+
+#: Time spent measuring one configuration (after its warm-up), in milliseconds, and the bounds
+#: on the number of timed launches.
+_MEASURE_MS = 20.0
+_MIN_REPS, _MAX_REPS = 5, 100
+_FLUSH_BYTES = 256 * 1024 * 1024
+_flush: dict[int, driver.DeviceBuffer | None] = {}
+
+
+def skippable_errors() -> tuple[type[BaseException], ...]:
+    """The errors that rule out one configuration: the compiler's user errors (only when the
+    compiler is loaded; a precompiled kernel never imports it) and the driver's refusals."""
+    out: list[type[BaseException]] = [TcLaunchError]
+    diagnostics = sys.modules.get("tc_lang.diagnostics")
+    error = getattr(diagnostics, "TcCompileError", None)
+    if isinstance(error, type) and issubclass(error, BaseException):
+        out.append(error)
+    return tuple(out)
+
+
+def _say(text: str) -> None:
+    if knobs.print_autotuning():
+        sys.stderr.write(f"tc autotune: {text}\n")
+        sys.stderr.flush()
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _label(kernel: Kernel, values: Sequence[Any]) -> str:
+    sig = kernel.signature
+    keys = ", ".join(f"{sig.names[i]}={v!r}" for i, v in zip(kernel._key_indices, values))
+    return f"kernel '{sig.kernel}'" + (f" ({keys})" if keys else "")
+
+
+# ------------------------------------------------------------------------------------ GPU
+
+
+def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
+             args: Sequence[object], grid: object, stream: int) -> Variant:
+    """The fastest configuration of `kernel` for these arguments (see the module docstring)."""
+    label = _label(kernel, values)
+    cache = kernel.cache()
+    record_key = cache_key({**kernel.base_key(0), "what": "autotune", "arch": kernel.arch,
+                            "spec": list(spec), "values": [repr(v) for v in values],
+                            "configs": [repr(c) for c in kernel.configs]})
+    if cache is not None and not knobs.always_compile():
+        record = cache.get_record(record_key)
+        index = record.get("index") if record else None
+        if isinstance(index, int) and 0 <= index < len(kernel.configs) \
+                and record is not None and record.get("config") == repr(kernel.configs[index]):
+            try:
+                v = kernel.variant(index, spec)
+                _say(f"{label}: {kernel.configs[index]} (remembered on disk)")
+                return v
+            except skippable_errors():
+                pass
+    candidates: list[Variant] = []
+    errors: list[BaseException] = []
+    for i, config in enumerate(kernel.configs):
+        try:
+            candidates.append(kernel.variant(i, spec))
+        except skippable_errors() as exc:
+            errors.append(exc)
+            _say(f"{label}: skipped {config}: {_reason(exc)}")
+    if not candidates:
+        _say(f"{label}: no configuration compiles")
+        raise errors[0]
+    timed: list[tuple[float, Variant]] = []
+    if len(candidates) == 1:
+        timed.append((0.0, candidates[0]))
+    else:
+        dev = kernel._device
+        assert dev is not None
+        backup = Backup(dev, [int(args[i]) for i in kernel.signature.pointer_indices],  # type: ignore[call-overload]
+                        stream)
+        try:
+            for v in candidates:
+                backup.restore(stream)
+                try:
+                    ms = median_ms(lambda: kernel.launch_variant(v, args, grid, stream), dev,
+                                   stream)
+                except TcLaunchError as exc:
+                    errors.append(exc)
+                    _say(f"{label}: skipped {v.config}: {_reason(exc)}")
+                    continue
+                timed.append((ms, v))
+                _say(f"{label}: {v.config}: {ms * 1000:.1f} us")
+            backup.restore(stream)
+        finally:
+            backup.free()
+        if not timed:
+            raise errors[0]
+    ms, best = min(timed, key=lambda t: t[0])
+    _say(f"{label}: chose {best.config}" + (f" ({ms * 1000:.1f} us)" if ms else ""))
+    if cache is not None:
+        cache.put_record(record_key, {"index": best.index, "config": repr(best.config),
+                                      "times_ms": {repr(v.config): t for t, v in timed}})
+    return best
+
+
+class Backup:
+    """Device copies of the allocations behind the pointer arguments (each allocation once)."""
+
+    def __init__(self, device: driver.Device, pointers: Sequence[int], stream: int) -> None:
+        self.saved: list[tuple[int, int, driver.DeviceBuffer]] = []
+        ranges: dict[int, int] = {}
+        for p in pointers:
+            r = driver.address_range(p)
+            if r is not None:
+                ranges[r[0]] = r[1]
+        try:
+            for base, size in ranges.items():
+                buf = driver.DeviceBuffer(device, size)
+                self.saved.append((base, size, buf))
+                buf.copy_from_device_async(base, size, stream)
+        except TcRuntimeError as exc:  # out of memory: tune on live data rather than fail
+            self.free()
+            warnings.warn(f"tc auto-tuning without restoring the arguments' memory between "
+                          f"configurations (cannot allocate a copy: {exc})", RuntimeWarning,
+                          stacklevel=4)
+
+    def restore(self, stream: int) -> None:
+        for base, size, buf in self.saved:
+            buf.copy_to_device_async(base, size, stream)
+
+    def free(self) -> None:
+        for _, _, buf in self.saved:
+            try:
+                buf.free()
+            except TcRuntimeError:
+                pass
+        self.saved = []
+
+
+def _flush_buffer(device: driver.Device) -> driver.DeviceBuffer | None:
+    if device.index not in _flush:
+        try:
+            _flush[device.index] = driver.DeviceBuffer(device, _FLUSH_BYTES)
+        except TcRuntimeError:
+            _flush[device.index] = None
+    return _flush[device.index]
+
+
+def median_ms(launch: Callable[[], None], device: driver.Device, stream: int) -> float:
+    """Median time of `launch` in milliseconds, by CUDA events on `stream`, L2 flushed first."""
+    launch()
+    start, end = driver.Event(), driver.Event()
+    start.record(stream)
+    for _ in range(3):
+        launch()
+    end.record(stream)
+    end.synchronize()
+    estimate = max(start.elapsed_ms(end) / 3, 1e-4)
+    n = min(max(int(_MEASURE_MS / estimate), _MIN_REPS), _MAX_REPS)
+    flush = _flush_buffer(device)
+    events = [(driver.Event(), driver.Event()) for _ in range(n)]
+    for s, e in events:
+        if flush is not None:
+            flush.zero_async(stream)
+        s.record(stream)
+        launch()
+        e.record(stream)
+    events[-1][1].synchronize()
+    return float(statistics.median(s.elapsed_ms(e) for s, e in events))
+
+
+# ------------------------------------------------------------------------------------ CPU
+
+
+def check_cpu(kernel: Kernel, args: Sequence[object], grid: object) -> int:
+    """Run every configuration on the interpreter from the same inputs; their results must
+    agree. Leaves the first working configuration's results in the buffers; returns its index."""
+    sig = kernel.cpu_signature()
+    label = _label(kernel, [args[i] for i in kernel._key_indices])
+    skip = knobs.skip_autotuning()
+    regions = None if skip else cpu_regions(sig, args)
+    if regions is None and not skip:
+        _say(f"{label}: raw integer pointers on the CPU: configurations not compared, the first "
+             f"one runs")
+    errors: list[BaseException] = []
+    initial = [r.read() for r in regions] if regions else []
+    chosen: int | None = None
+    reference: list[bytes] = []
+    mismatches: list[str] = []
+    for i, config in enumerate(kernel.configs):
+        try:
+            ck = kernel.cpu_kernel(i)
+        except skippable_errors() as exc:
+            errors.append(exc)
+            _say(f"{label}: skipped {config}: {_reason(exc)}")
+            continue
+        if regions:
+            for r, data in zip(regions, initial):
+                r.write(data)
+        kernel.run_cpu(ck, args, grid)
+        if chosen is None:
+            chosen = i
+            if not regions:
+                break
+            reference = [r.read() for r in regions]
+            continue
+        assert regions is not None
+        for r, a in zip(regions, reference):
+            if not r.equal(a, r.read()):
+                mismatches.append(f"{config} differs from {kernel.configs[chosen]} in '{r.name}'")
+        _say(f"{label}: {config}: " + ("differs" if mismatches else "same results"))
+    if chosen is None:
+        raise errors[0]
+    if regions:
+        for r, data in zip(regions, reference):
+            r.write(data)
+    if mismatches:
+        raise TcRuntimeError(f"auto-tuning configurations of {label} compute different results "
+                             f"on the interpreter: " + "; ".join(mismatches))
+    _say(f"{label}: using {kernel.configs[chosen]}")
+    return chosen

@@ -1,0 +1,424 @@
+"""The GPU code paths of the runtime against a simulated CUDA driver (no GPU on CI).
+
+The fake driver keeps "device memory" in host memory, so a launch can be simulated in Python: the
+kernel parameters are read back through the pointer array the runtime packed, exactly as the real
+cuLaunchKernel reads them. Kernels are really compiled (PTX on the CPU); only loading and running
+them is simulated. This covers specialization, auto-tuning (timing, buffer restoration, disk
+records, skipped configurations), both launch back ends, several devices and launch errors.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tc_runtime as tc
+from tc_runtime import autotune, driver
+
+ACC_SRC = """
+__global__ void acc(float* z, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    bool check[BLOCK] = off < N;
+    *?(check)(z + off) = *?(check)(z + off) + 1;
+}
+"""
+
+
+class Result(enum.IntEnum):
+    """cuda-python's CUresult (the values the tests use)."""
+
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_INVALID_CONTEXT = 201
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
+
+
+class _Names:
+    """An enum-like namespace: any CU_... attribute is its own name."""
+
+    def __getattr__(self, name: str) -> str:
+        return name
+
+
+class FakeCuda:
+    """The subset of cuda.bindings.driver the runtime uses, simulated."""
+
+    CUresult = Result
+    CUdevice_attribute = _Names()
+    CUfunction_attribute = _Names()
+    CUpointer_attribute = _Names()
+    CUevent_flags = _Names()
+
+    def __init__(self, devices: int = 1) -> None:
+        self.devices = devices
+        self.current_ctx: int | None = None
+        self.calls: list[tuple[Any, ...]] = []
+        self.functions: dict[int, str] = {}
+        self.block_time: dict[int, float] = {}  # threads per block -> simulated ms per launch
+        self.kernels: dict[str, Callable[[list[int], tuple[int, int, int]], None]] = {}
+        self.allocations: dict[int, tuple[int, int, Any]] = {}  # base -> (size, device, buffer)
+        self.fail_next: Result | None = None
+        self.clock = 0.0
+        self.events: dict[int, float] = {}
+        self.launches = 0
+        self._ids = itertools.count(1000)
+        self.max_threads = 1024
+
+    # devices and contexts
+    def cuInit(self, flags: int) -> tuple[Result]:
+        return (Result.CUDA_SUCCESS,)
+
+    def cuDeviceGetCount(self) -> tuple[Result, int]:
+        return Result.CUDA_SUCCESS, self.devices
+
+    def cuDeviceGet(self, index: int) -> tuple[Result, int]:
+        return Result.CUDA_SUCCESS, index
+
+    def cuDevicePrimaryCtxRetain(self, dev: int) -> tuple[Result, int]:
+        return Result.CUDA_SUCCESS, 500 + dev
+
+    def cuCtxSetCurrent(self, ctx: int) -> tuple[Result]:
+        self.current_ctx = ctx
+        self.calls.append(("ctx", ctx))
+        return (Result.CUDA_SUCCESS,)
+
+    def cuCtxSynchronize(self) -> tuple[Result]:
+        return (Result.CUDA_SUCCESS,)
+
+    def cuDeviceGetName(self, n: int, dev: int) -> tuple[Result, bytes]:
+        return Result.CUDA_SUCCESS, b"Fake H100\0"
+
+    def cuDeviceGetAttribute(self, which: str, dev: int) -> tuple[Result, int]:
+        values = {"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 9,
+                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0,
+                  "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X": 2**31 - 1,
+                  "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y": 65535,
+                  "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z": 65535,
+                  "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 227 * 1024,
+                  "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 132}
+        return Result.CUDA_SUCCESS, values[which]
+
+    def cuGetErrorName(self, err: int) -> tuple[Result, bytes]:
+        return Result.CUDA_SUCCESS, Result(err).name.encode()
+
+    # modules and launches
+    def cuModuleLoadData(self, image: bytes) -> tuple[Result, int]:
+        if image.startswith(b"this is not"):
+            return (Result.CUDA_ERROR_INVALID_VALUE, 0)
+        return Result.CUDA_SUCCESS, next(self._ids)
+
+    def cuModuleGetFunction(self, module: int, name: bytes) -> tuple[Result, int]:
+        h = next(self._ids)
+        self.functions[h] = name.decode()
+        return Result.CUDA_SUCCESS, h
+
+    def cuFuncSetAttribute(self, *args: Any) -> tuple[Result]:
+        return (Result.CUDA_SUCCESS,)
+
+    def cuFuncGetAttribute(self, which: str, fn: int) -> tuple[Result, int]:
+        return Result.CUDA_SUCCESS, {"CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": self.max_threads,
+                                       "CU_FUNC_ATTRIBUTE_NUM_REGS": 200}[which]
+
+    def CUstream(self, handle: int) -> int:
+        return handle
+
+    def cuLaunchKernel(self, f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                       shm: int, stream: Any, params: int, extra: Any) -> tuple[Result]:
+        return (self.launch(int(f), (gx, gy, gz), bx, int(stream or 0), int(params)),)
+
+    def launch(self, f: int, grid: tuple[int, int, int], bx: int, stream: int,
+               params: int) -> Result:
+        if self.fail_next is not None:
+            err, self.fail_next = self.fail_next, None
+            return err
+        name = self.functions[f]
+        self.launches += 1
+        self.calls.append(("launch", name, grid, bx, stream, self.current_ctx))
+        self.clock += self.block_time.get(bx, 1.0)
+        pointers = (ctypes.c_void_p * 8).from_address(params)
+        body = self.kernels.get(name)
+        if body is not None:
+            body([p or 0 for p in pointers], grid)
+        return Result.CUDA_SUCCESS
+
+    def raw_launch(self, f: ctypes.c_void_p, gx: int, gy: int, gz: int, bx: int, by: int,
+                   bz: int, shm: int, stream: ctypes.c_void_p | None, params: Any,
+                   extra: None) -> int:
+        """What ctypes would hand libcuda's cuLaunchKernel."""
+        assert isinstance(f, ctypes.c_void_p) and extra is None
+        assert stream is None or isinstance(stream, ctypes.c_void_p)
+        return int(self.launch(int(f.value or 0), (gx, gy, gz), bx,
+                               int(stream.value or 0) if stream is not None else 0,
+                               ctypes.addressof(params)))
+
+    # memory
+    def alloc(self, nbytes: int, device: int = 0) -> np.ndarray[Any, Any]:
+        buf = np.zeros(nbytes, dtype=np.uint8)
+        self.allocations[buf.ctypes.data] = (nbytes, device, buf)
+        return buf
+
+    def cuMemAlloc(self, nbytes: int) -> tuple[Result, int]:
+        buf = self.alloc(nbytes)
+        return Result.CUDA_SUCCESS, buf.ctypes.data
+
+    def cuMemFree(self, ptr: int) -> tuple[Result]:
+        self.allocations.pop(int(ptr))
+        return (Result.CUDA_SUCCESS,)
+
+    def cuMemsetD8Async(self, ptr: int, value: int, n: int, stream: Any) -> tuple[Result]:
+        ctypes.memset(int(ptr), value, n)
+        return (Result.CUDA_SUCCESS,)
+
+    def cuMemcpyDtoDAsync(self, dst: int, src: int, n: int, stream: Any) -> tuple[Result]:
+        ctypes.memmove(int(dst), int(src), n)
+        return (Result.CUDA_SUCCESS,)
+
+    def _find(self, ptr: int) -> tuple[int, int, int] | None:
+        for base, (size, dev, _) in self.allocations.items():
+            if base <= ptr < base + size:
+                return base, size, dev
+        return None
+
+    def cuMemGetAddressRange(self, ptr: int) -> tuple[Result, int, int]:
+        found = self._find(int(ptr))
+        if found is None:
+            return Result.CUDA_ERROR_INVALID_VALUE, 0, 0
+        return Result.CUDA_SUCCESS, found[0], found[1]
+
+    def cuPointerGetAttribute(self, which: str, ptr: int) -> tuple[Result, int]:
+        found = self._find(int(ptr))
+        if found is None:
+            return Result.CUDA_ERROR_INVALID_VALUE, 0
+        return Result.CUDA_SUCCESS, found[2]
+
+    # events
+    def cuEventCreate(self, flags: Any) -> tuple[Result, int]:
+        return Result.CUDA_SUCCESS, next(self._ids)
+
+    def cuEventRecord(self, ev: int, stream: Any) -> tuple[Result]:
+        self.events[ev] = self.clock
+        return (Result.CUDA_SUCCESS,)
+
+    def cuEventSynchronize(self, ev: int) -> tuple[Result]:
+        return (Result.CUDA_SUCCESS,)
+
+    def cuEventElapsedTime(self, a: int, b: int) -> tuple[Result, float]:
+        return Result.CUDA_SUCCESS, self.events[b] - self.events[a]
+
+    def cuEventDestroy(self, ev: int) -> tuple[Result]:
+        return (Result.CUDA_SUCCESS,)
+
+
+@pytest.fixture(params=["cuda-python", "ctypes"])
+def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+         tmp_path: Path) -> Iterator[FakeCuda]:
+    cu = FakeCuda(devices=2)
+    monkeypatch.setattr(driver, "_cu", cu)
+    monkeypatch.setattr(driver, "_initialized", True)
+    monkeypatch.setattr(driver, "_devices", {})
+    monkeypatch.setattr(driver, "_streams", {})
+    monkeypatch.setattr(driver, "_cstreams", {0: None})
+    monkeypatch.setattr(driver, "_several", False)
+    monkeypatch.setattr(driver, "_raw_launch", cu.raw_launch if request.param == "ctypes"
+                        else False)
+    monkeypatch.setattr(driver, "stream_getter", lambda index: lambda i: 0)
+    monkeypatch.setattr(autotune, "_flush", {})
+    monkeypatch.setattr(autotune, "_FLUSH_BYTES", 64)
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path / "cache"))
+    for knob in ("TC_SKIP_AUTOTUNING", "TC_PRINT_AUTOTUNING", "TC_ALWAYS_COMPILE"):
+        monkeypatch.delenv(knob, raising=False)
+    yield cu
+
+
+def _floats(buf: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return buf.view(np.float32)
+
+
+def _add_one(cu: FakeCuda) -> None:
+    def body(params: list[int], grid: tuple[int, int, int]) -> None:
+        z = ctypes.c_uint64.from_address(params[0]).value
+        n = ctypes.c_int32.from_address(params[1]).value
+        arr = np.ctypeslib.as_array((ctypes.c_float * n).from_address(z))
+        arr += 1
+    cu.kernels["acc"] = body
+
+
+def test_launch_specializes_and_packs(fake: FakeCuda) -> None:
+    _add_one(fake)
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    k(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    assert fake.calls[-1][:4] == ("launch", "acc", (2, 1, 1), 128)
+    np.testing.assert_array_equal(_floats(buf), 1)
+    # the same pattern (aligned pointer, N divisible by 16) reuses the variant
+    k(buf.ctypes.data, 48, grid=(2,))
+    assert len(k._compiled) == 1
+    # N == 1 and a misaligned pointer are new patterns: recompiled once each
+    k(buf.ctypes.data, 1, grid=(1,))
+    k(buf.ctypes.data + 4, 7, grid=(1,))
+    k(buf.ctypes.data + 4, 9, grid=(1,))
+    assert sorted(s for _, s in k._compiled) == [(0, 0), (16, 1), (16, 16)]
+    z = _floats(buf)
+    assert (z[0], z[1], z[7], z[8], z[9], z[10], z[48]) == (3, 4, 4, 3, 3, 2, 1)
+    assert k.info["name"] == "acc" and "specializations" in k.info
+    assert ".entry acc" in k.asm("ptx")
+
+
+def test_argument_errors(fake: FakeCuda) -> None:
+    buf = fake.alloc(256)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    with pytest.raises(TypeError, match=r"acc\(z: float\*, N: int\) takes 2 arguments, got 1"):
+        k(buf.ctypes.data, grid=(1,))
+    with pytest.raises(TypeError, match=r"argument 1 \('z'\) .* must be a pointer"):
+        k(1.5, 4, grid=(1,))
+    with pytest.raises(TypeError, match=r"argument 2 \('N'\) .* must be an integer"):
+        k(buf.ctypes.data, 4.0, grid=(1,))
+    with pytest.raises(ValueError, match="negative"):
+        k(buf.ctypes.data, 4, grid=(-1,))
+    with pytest.raises(ValueError, match="above the CUDA limit"):
+        k(buf.ctypes.data, 4, grid=(1, 70000))
+    with pytest.raises(AttributeError, match="opt has no attribute 'TILE'"):
+        k(buf.ctypes.data, 4, grid=lambda opt: (opt.TILE,))
+    with pytest.raises(TypeError, match="needs a grid"):
+        k(buf.ctypes.data, 4, grid=None)
+    # the fast path after a first launch still rejects bad arguments clearly
+    k(buf.ctypes.data, 64, grid=(2,))
+    with pytest.raises(TypeError, match="does not fit in int"):
+        k(buf.ctypes.data, 2**40, grid=(1,))
+    with pytest.raises(TypeError, match="must be a pointer"):
+        k("x", 64, grid=(1,))
+
+
+def test_launch_failure_names_error_and_kernel(fake: FakeCuda) -> None:
+    buf = fake.alloc(256)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    k(buf.ctypes.data, 64, grid=(2,))
+    fake.fail_next = Result.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    with pytest.raises(tc.TcLaunchError, match="launch of kernel 'acc' failed: "
+                                               "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES") as info:
+        k(buf.ctypes.data, 64, grid=(2,))
+    assert info.value.cuda_error == "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+    # a thread without a current context: the runtime sets it and retries
+    fake.fail_next = Result.CUDA_ERROR_INVALID_CONTEXT
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert fake.calls[-1][0] == "launch"
+
+
+def test_too_many_threads_is_a_clear_error(fake: FakeCuda) -> None:
+    fake.max_threads = 256
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, num_warps=16)
+    buf = fake.alloc(256)
+    with pytest.raises(tc.TcLaunchError, match="needs 512 threads per block.*at most 256"):
+        k(buf.ctypes.data, 64, grid=(1,))
+
+
+def test_autotune_times_restores_and_remembers(fake: FakeCuda,
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    _add_one(fake)
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    fake.block_time = {32: 3.0, 64: 1.0, 128: 2.0}  # num_warps=2 is the fastest
+    configs = [tc.config(num_warps=1), tc.config(num_warps=2), tc.config(num_warps=4)]
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [16, 32]},
+                  autotune_configs=configs, autotune_key=["N"])
+    assert len(k.configs) == 6
+    k(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    # every configuration ran many times, yet the caller's launch happened exactly once
+    np.testing.assert_array_equal(_floats(buf), 1)
+    assert k.num_warps == 2 and k.info["config"].startswith("config(")
+    err = capsys.readouterr().err
+    assert "chose config(defines={'BLOCK': '16'}, num_warps=2" in err
+    assert err.count("us\n") >= 6
+    launches = fake.launches
+    k(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    assert fake.launches == launches + 1  # remembered in memory
+    np.testing.assert_array_equal(_floats(buf), 2)
+    # a new process (a new kernel object) finds the choice on disk
+    k2 = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [16, 32]},
+                   autotune_configs=configs, autotune_key=["N"])
+    launches = fake.launches
+    k2(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    assert fake.launches == launches + 1
+    assert k2.num_warps == 2
+    assert "remembered on disk" in capsys.readouterr().err
+    # a new key value tunes again
+    k2(buf.ctypes.data, 32, grid=lambda opt: (tc.cdiv(32, opt.BLOCK),))
+    assert fake.launches > launches + 10
+    assert _floats(buf)[0] == 4 and _floats(buf)[40] == 3
+
+
+def test_autotune_skips_configs_that_fail(fake: FakeCuda, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    fake.max_threads = 128
+    configs = [tc.config(num_warps=8), tc.config(num_warps=4)]
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 4
+    assert "skipped config(defines={'BLOCK': '32'}, num_warps=8" in capsys.readouterr().err
+    # a configuration the compiler rejects is skipped too
+    bad = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [3, 32]})
+    bad(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    assert bad.opt.BLOCK == 32
+    assert "skipped config(defines={'BLOCK': '3'}" in capsys.readouterr().err
+    # all configurations failing raises the first error
+    none = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [3, 5]})
+    with pytest.raises(Exception, match="power of (two|2)|BLOCK|range"):
+        none(buf.ctypes.data, 64, grid=(1,))
+
+
+def test_skip_autotuning_takes_the_first(fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TC_SKIP_AUTOTUNING", "1")
+    fake.block_time = {32: 3.0, 64: 1.0}
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32},
+                  autotune_configs=[tc.config(num_warps=1), tc.config(num_warps=2)])
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 1 and fake.launches == 1
+
+
+def test_second_device_context_stream_and_pointer_check(fake: FakeCuda,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driver, "stream_getter", lambda index: lambda i: 7000 + i)
+    on0 = fake.alloc(4 * 64, device=0)
+    on1 = fake.alloc(4 * 64, device=1)
+    k0 = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    k1 = tc.kernel(ACC_SRC, device="cuda:1", defines={"BLOCK": 32})
+    assert driver.several_contexts()
+    k1(on1.ctypes.data, 64, grid=(2,))
+    launch = fake.calls[-1]
+    assert launch[0] == "launch" and launch[4] == 7001 and launch[5] == 501  # cuda:1's context
+    k0(on0.ctypes.data, 64, grid=(2,))
+    assert fake.calls[-1][4] == 7000 and fake.calls[-1][5] == 500
+    k1(on1.ctypes.data, 64, grid=(2,), stream=42)
+    assert fake.calls[-1][4] == 42
+    with pytest.raises(ValueError, match=r"argument 1 \('z'\).*points to memory on cuda:1, but "
+                                         r"this kernel runs on cuda:0"):
+        k0(on1.ctypes.data, 33, grid=(2,))  # checked once per new key (not on the fast path)
+
+
+def test_precompiled_kernel_file(fake: FakeCuda, tmp_path: Path) -> None:
+    _add_one(fake)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    buf = fake.alloc(4 * 64)
+    k(buf.ctypes.data, 64, grid=(2,))
+    binary = k._current().binary
+    for name in ("acc.ptx", "acc.json"):
+        path = tc.save(binary, tmp_path / name)
+        loaded = tc.load(path, device="cuda:0", defines={"BLOCK": 32})
+        loaded(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    np.testing.assert_array_equal(_floats(buf), 3)
+    bad = binary.__class__(name="acc", arch="sm_90", ptx="this is not ptx", cubin=None,
+                           signature=binary.signature, arg_names=binary.arg_names, num_warps=4)
+    with pytest.raises(tc.TcLaunchError, match="kernel 'acc'.*CUDA_ERROR_INVALID_VALUE"):
+        tc.load(bad, device="cuda:0")(buf.ctypes.data, 1, grid=(1,))

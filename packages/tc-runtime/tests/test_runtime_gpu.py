@@ -1,0 +1,135 @@
+"""The runtime on a real GPU (marker gpu; skipped without one): both launch back ends, streams,
+auto-tuning with buffer restoration, precompiled kernels, a second GPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tc_runtime as tc
+from tc_runtime import driver
+
+HAS_GPU = driver.is_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")]
+
+ADD_SRC = """
+__global__ void add(float* z, float* x, float* y, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    bool check[BLOCK] = off < N;
+    *?(check)(z + off) = *?(check)(x + off) + *?(check)(y + off);
+}
+"""
+
+ACC_SRC = """
+__global__ void acc(float* z, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    bool check[BLOCK] = off < N;
+    *?(check)(z + off) = *?(check)(z + off) + 1;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["ctypes", "cuda-python"])
+def test_add_with_both_launch_backends(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TC_LAUNCH_BACKEND", backend)
+    monkeypatch.setattr(driver, "_raw_launch", None)
+    k = tc.kernel(ADD_SRC, device="cuda:0", defines={"BLOCK": 256})
+    for n in (1, 255, 256, 1000, 4097):
+        x = torch.rand(n, device="cuda")
+        y = torch.rand(n, device="cuda")
+        z = torch.empty_like(x)
+        k(z.data_ptr(), x.data_ptr(), y.data_ptr(), n, grid=lambda opt: (tc.cdiv(n, opt.BLOCK),))
+        assert torch.equal(z, x + y)
+    # misaligned pointers: another specialization
+    x = torch.rand(1001, device="cuda")
+    z = torch.empty_like(x)
+    k(z[1:].data_ptr(), x[1:].data_ptr(), x[:-1].data_ptr(), 1000, grid=(4,))
+    assert torch.equal(z[1:], x[1:] + x[:-1])
+    assert len(k.info["specializations"]) >= 2
+
+
+def test_current_stream_and_explicit_stream() -> None:
+    torch = pytest.importorskip("torch")
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 1024})
+    z = torch.zeros(1 << 20, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        for _ in range(10):
+            k(z.data_ptr(), z.numel(), grid=lambda opt: (tc.cdiv(z.numel(), opt.BLOCK),))
+    s.synchronize()
+    assert torch.equal(z, torch.full_like(z, 10))
+    k(z.data_ptr(), z.numel(), grid=(1024,), stream=s)  # a torch.cuda.Stream object
+    k(z.data_ptr(), z.numel(), grid=(1024,), stream=s.cuda_stream)  # its raw handle
+    s.synchronize()
+    assert torch.equal(z, torch.full_like(z, 12))
+
+
+def test_autotune_on_gpu_runs_the_call_once(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path))
+    n = 1 << 22
+    z = torch.zeros(n, device="cuda")
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [128, 512, 1024]},
+                  autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4),
+                                    tc.config(num_warps=8)], autotune_key=["N"])
+    k(z.data_ptr(), n, grid=lambda opt: (tc.cdiv(n, opt.BLOCK),))
+    torch.cuda.synchronize()
+    assert torch.equal(z, torch.ones_like(z))  # tuning ran each config many times on z
+    err = capsys.readouterr().err
+    assert err.count(" us\n") >= 9 and "chose config" in err
+    print(err)
+
+
+def test_precompiled_kernel_runs_without_the_compiler(tmp_path: Path) -> None:
+    binary = tc.build(ADD_SRC, arch=driver.get_device(0).arch, defines={"BLOCK": 128})
+    path = tc.save(binary, tmp_path / "add.cubin" if binary.cubin else tmp_path / "add.ptx")
+    script = textwrap.dedent("""
+        import ctypes, sys
+        import tc_runtime as tc
+        from tc_runtime import driver
+        k = tc.load(sys.argv[1], device="cuda:0", defines={"BLOCK": 128})
+        dev = driver.get_device(0)
+        n = 1000
+        host = (ctypes.c_float * n)(*range(n))
+        bufs = [driver.DeviceBuffer(dev, 4 * n) for _ in range(3)]
+        bufs[1].copy_from_host(ctypes.addressof(host), 4 * n)
+        bufs[2].copy_from_host(ctypes.addressof(host), 4 * n)
+        k(bufs[0].ptr, bufs[1].ptr, bufs[2].ptr, n, grid=lambda opt: (tc.cdiv(n, opt.BLOCK),))
+        out = (ctypes.c_float * n)()
+        dev.synchronize()
+        bufs[0].copy_to_host(ctypes.addressof(out), 4 * n)
+        assert list(out) == [2.0 * i for i in range(n)], list(out)[:8]
+        bad = [m for m in sys.modules if m.split(".")[0] in ("tc_lang", "tc_ir", "tc_opt",
+                                                               "tc_nvptx", "llvmlite", "torch")]
+        assert not bad, bad
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ))
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_second_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if driver.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    k1 = tc.kernel(ADD_SRC, device="cuda:1", defines={"BLOCK": 256})
+    k0 = tc.kernel(ADD_SRC, device="cuda:0", defines={"BLOCK": 256})
+    for dev, k in (("cuda:1", k1), ("cuda:0", k0), ("cuda:1", k1)):
+        x = torch.rand(3000, device=dev)
+        z = torch.empty_like(x)
+        k(z.data_ptr(), x.data_ptr(), x.data_ptr(), 3000, grid=(12,))
+        assert torch.equal(z, x + x)
+    x0 = torch.rand(3001, device="cuda:0")
+    with pytest.raises(ValueError, match="points to memory on cuda:0, but this kernel runs on "
+                                         "cuda:1"):
+        k1(x0.data_ptr(), x0.data_ptr(), x0.data_ptr(), 3001, grid=(12,))

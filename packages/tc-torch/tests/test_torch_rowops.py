@@ -1,0 +1,103 @@
+"""tc_torch.transpose, cross_entropy and layer_norm on the interpreter."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.autograd import gradcheck
+
+import tc_torch
+from tc_torch.ops import cross_entropy as ce
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transpose_exact(dtype: torch.dtype) -> None:
+    x = torch.randn(37, 45).to(dtype)
+    y = tc_torch.transpose(x)
+    assert y.is_contiguous() and torch.equal(y, x.t())
+    v = torch.randn(50, 70)[3:40:2, 5:50]  # a strided view
+    assert torch.equal(tc_torch.transpose(v), v.t())
+
+
+def test_transpose_gradcheck_and_refusals() -> None:
+    x = torch.randn(5, 9, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(tc_torch.transpose, (x,))
+    with pytest.raises(ValueError, match="2-D matrix"):
+        tc_torch.transpose(torch.randn(2, 3, 4))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_matches_torch(dtype: torch.dtype, reduction: str) -> None:
+    torch.manual_seed(2)
+    x = torch.randn(9, 30).to(dtype)
+    t = torch.randint(0, 30, (9,))
+    t[4] = -100
+    got = tc_torch.cross_entropy(x, t, reduction=reduction)
+    ref = F.cross_entropy(x.double(), t, reduction=reduction)
+    assert got.dtype == dtype
+    rtol = {torch.float32: 1e-6, torch.float64: 1e-12}.get(dtype, 1e-2)
+    assert torch.allclose(got.double(), ref, rtol=rtol, atol=rtol)
+
+
+def test_cross_entropy_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ce, "CPU_BLOCK", 8)  # several chunks per row
+    x = torch.randn(5, 19, dtype=torch.float64, requires_grad=True)
+    t = torch.tensor([1, 3, -100, 18, 0])
+    for reduction in ("mean", "sum", "none"):
+        assert gradcheck(lambda v: tc_torch.cross_entropy(v, t, reduction=reduction), (x,))
+    t2 = torch.tensor([1, 3, 7, 18, 0])
+    assert gradcheck(lambda v: tc_torch.cross_entropy(v, t2, ignore_index=7), (x,))
+
+
+def test_cross_entropy_refusals() -> None:
+    x = torch.randn(3, 5)
+    with pytest.raises(TypeError, match="int64"):
+        tc_torch.cross_entropy(x, torch.tensor([1, 2, 3], dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"target\[1\] = 5 is not a class index"):
+        tc_torch.cross_entropy(x, torch.tensor([1, 5, 0]))
+    with pytest.raises(ValueError, match="shape"):
+        tc_torch.cross_entropy(x, torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="reduction"):
+        tc_torch.cross_entropy(x, torch.tensor([1, 2, 3]), reduction="avg")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_matches_torch(dtype: torch.dtype) -> None:
+    torch.manual_seed(3)
+    x = torch.randn(2, 5, 24).to(dtype)
+    w = torch.randn(24).to(dtype)
+    b = torch.randn(24).to(dtype)
+    got = tc_torch.layer_norm(x, 24, w, b, eps=1e-5)
+    ref = F.layer_norm(x.double(), (24,), w.double(), b.double(), 1e-5)
+    tol = {torch.float32: 1e-5, torch.float64: 1e-12}.get(dtype, 5e-2)
+    assert got.dtype == dtype and (got.double() - ref).abs().max().item() < tol
+    got2 = tc_torch.layer_norm(x, (5, 24))
+    ref2 = F.layer_norm(x.double(), (5, 24))
+    assert (got2.double() - ref2).abs().max().item() < tol
+
+
+def test_layer_norm_gradcheck_float64() -> None:
+    x = torch.randn(7, 10, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(10, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(10, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda x, w, b: tc_torch.layer_norm(x, 10, w, b, 1e-3), (x, w, b))
+    assert gradcheck(lambda x, w: tc_torch.layer_norm(x, 10, w), (x, w))
+    assert gradcheck(lambda x: tc_torch.layer_norm(x, 10), (x,))
+
+
+def test_layer_norm_refusals() -> None:
+    x = torch.randn(3, 8)
+    with pytest.raises(ValueError, match="trailing dimensions"):
+        tc_torch.layer_norm(x, 7)
+    with pytest.raises(ValueError, match="weight must have shape"):
+        tc_torch.layer_norm(x, 8, torch.randn(7))
+    with pytest.raises(TypeError, match="normalized_shape"):
+        tc_torch.layer_norm(x, "8")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="eps"):
+        tc_torch.layer_norm(x, 8, eps=-1.0)
+    with pytest.raises(ValueError, match="same device"):
+        tc_torch.layer_norm(x, 8, torch.randn(8, device="meta"))
