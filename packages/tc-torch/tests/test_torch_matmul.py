@@ -83,3 +83,10 @@ def test_matmul_refusals() -> None:
         tc_torch.matmul(torch.randn(3, 4), torch.randn(4, 2), precision="fast")
     with pytest.raises(NotImplementedError, match="tf32"):
         tc_torch.matmul(torch.randn(3, 4), torch.randn(4, 2), precision="tf32")
+
+
+def test_matmul_expanded_operands_read_in_place() -> None:
+    row = torch.randn(1, 6)
+    a = row.expand(5, 6)  # row stride 0: every row of A is the same memory
+    b = torch.randn(6, 1).expand(6, 4)  # column stride 0
+    torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)

@@ -105,7 +105,7 @@ def stage0(loop: ForOp, loads: Sequence[LoadOp]) -> tuple[list[Operation], list[
     body = loop.body
     term = body.terminator
     assert term is not None
-    defs = {r: op for op in body.ops for r in op.results}
+    defs: dict[Value, Operation] = {r: op for op in body.ops for r in op.results}
     in_slice: set[Operation] = set()
     carried: set[int] = set()
     todo: list[Value] = [v for ld in loads for v in ld.operands[:2]]
@@ -165,7 +165,7 @@ class _Emitter:
         pt = ptr.type
         assert isinstance(pt, TileType)
         mt = TileType(pt.shape, I1, pt.layout)
-        mask = self.add(SplatOp.create([valid], [mt])).result
+        mask: Value = self.add(SplatOp.create([valid], [mt])).result
         if len(load.operands) > 1:
             mask = self.binary("and", mapping.get(load.operands[1], load.operands[1]), mask)
         self.add(AsyncCopyOp.create([ptr, view, mask], [], loc=load.loc))
@@ -214,7 +214,7 @@ def pipeline_loop(f: Function, loop: ForOp, stages: int, axes: AxisAnalysis) -> 
     # prologue: iterations 0 .. stages-2
     env: dict[int, Value] = {j: loop.operands[3 + j - 1] for j in carried}
     for s in range(dist):
-        iv = lb if s == 0 else pre.binary("add", lb, pre.binary("mul", step, pre.const(ivt, s)))
+        iv: Value = lb if s == 0 else pre.binary("add", lb, pre.binary("mul", step, pre.const(ivt, s)))
         mapping: dict[Value, Value] = {args[0]: iv, **{args[j]: env[j] for j in carried}}
         pre.clone(ops, mapping)
         valid = pre.cmp("slt", iv, ub)

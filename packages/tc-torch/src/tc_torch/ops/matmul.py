@@ -81,9 +81,9 @@ def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
     """(tensor, transposed, leading dimension) of the matrices in the last two dims of t."""
     rows, cols = t.shape[-2], t.shape[-1]
     if t.stride(-1) == 1 or cols == 1:
-        return t, False, max(int(t.stride(-2)), cols) if rows > 1 else max(cols, 1)
+        return t, False, int(t.stride(-2)) if rows > 1 else max(cols, 1)
     if t.stride(-2) == 1 or rows == 1:
-        return t, True, max(int(t.stride(-1)), rows) if cols > 1 else max(rows, 1)
+        return t, True, int(t.stride(-1)) if cols > 1 else max(rows, 1)
     t = t.contiguous()
     return t, False, max(cols, 1)
 
