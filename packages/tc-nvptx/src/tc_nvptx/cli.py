@@ -7,6 +7,7 @@ Python traceback (set TC_DEBUG=1 to see the traceback of an internal error).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from tc_lang.diagnostics import TcCompileError
 from tc_opt.options import ARCHS, CompileOptions
 
-from .compiler import compile_module, frontend_module
+from .compiler import CompiledKernel, compile_module, frontend_module
 from .ptxas import PtxasError, assemble
 
 EMITS = ("ir", "ir-gpu", "llvm", "ptx", "cubin")
@@ -106,10 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _fail(f"tcc: error: no pass named {args.after!r} in the pipeline")
             return _write(args.output, kernel.asm["after"])
         if args.emit == "cubin":
+            kernel.registers, kernel.spills = info.registers, info.spill_stores + info.spill_loads
             with open(args.output, "wb") as fh:
                 fh.write(cubin)
-            return 0
-        return _write(args.output, kernel.asm[args.emit])
+            return _write_metadata(args.output, kernel)
+        status = _write(args.output, kernel.asm[args.emit])
+        if args.output and args.emit == "ptx":
+            return _write_metadata(args.output, kernel)
+        return status
     except TcCompileError as exc:
         return _fail(str(exc))
     except PtxasError as exc:
@@ -120,6 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("TC_DEBUG"):
             traceback.print_exc()
         return _fail(f"tcc: internal compiler error: {type(exc).__name__}: {exc}")
+
+
+def _write_metadata(output: str, kernel: CompiledKernel) -> int:
+    """Beside a precompiled kernel, its metadata: what `tc_runtime.load(OUT)` needs to launch it."""
+    return _write(output + ".json", json.dumps(kernel.to_json(), indent=1) + "\n")
 
 
 def _write(path: str | None, text: str) -> int:
