@@ -1,6 +1,8 @@
 """The GPU check: every GPU test and the vector-add checks and benchmarks, in one run.
 
-    PYTHONPATH=<.site and packages/*/src> python3 tools/gpu_check.py
+    PYTHONPATH=<.site and packages/*/src> python3 tools/gpu_check.py [SECTION ...]
+
+With arguments, only the sections whose names contain one of them run (e.g. `pytest bandwidth`).
 
 Sections (each guarded, so one failure still prints the table):
   1. pytest -m gpu over packages/ and tests/integration
@@ -84,7 +86,13 @@ def run_pytest(r: Report) -> None:
     targets = [str(p) for p in sorted((ROOT / "packages").glob("*/tests"))]
     targets.append(str(ROOT / "tests" / "integration"))
     cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-p", "no:cacheprovider",
-           *targets]
+           "--timeout=300", *targets]
+    try:  # the interpreter side of the GPU-vs-interpreter tests is CPU-bound: spread it out
+        import xdist  # noqa: F401
+
+        cmd[3:3] = ["-n", os.environ.get("TC_GPU_CHECK_WORKERS", "8")]
+    except ImportError:
+        pass
     r.say(" ".join(cmd))
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     text = proc.stdout + proc.stderr
@@ -339,14 +347,20 @@ def main() -> int:
         r.say(f"torch unavailable: {exc}")
         has_gpu = False
     r.check("CUDA GPU visible to torch", has_gpu, gpu_name())
-    r.section("pytest -m gpu", run_pytest)
+    sections: list[tuple[str, Callable[[Report], None]]] = [("pytest -m gpu", run_pytest)]
     if has_gpu:
-        r.section("vector add exactness", vector_add_exact)
-        r.section("vector add bandwidth", bandwidth)
-        r.section("launch overhead", launch_overhead)
-        r.section("runtime: launch vs Triton and CuPy, cached kernels", runtime_launch)
-        r.section("tutorials", tutorials)
-        r.section("compute-sanitizer", sanitizer)
+        sections += [
+            ("vector add exactness", vector_add_exact),
+            ("vector add bandwidth", bandwidth),
+            ("launch overhead", launch_overhead),
+            ("runtime: launch vs Triton and CuPy, cached kernels", runtime_launch),
+            ("tutorials", tutorials),
+            ("compute-sanitizer", sanitizer),
+        ]
+    wanted = [a.lower() for a in sys.argv[1:]]
+    for name, fn in sections:
+        if not wanted or any(w in name.lower() for w in wanted):
+            r.section(name, fn)
     text = table(r)
     r.say("\n" + text)
     if OUT is not None:

@@ -38,10 +38,12 @@ def llvm_text(module: ir.Module | str, num_warps: int | None = None) -> str:
         return text
     kernels = re.findall(r'define ptx_kernel void @"?([\w.$]+)"?\(', text)
     if kernels:
+        # .minnctapersm 1 next to .maxntid: without it ptxas aims for full occupancy and caps the
+        # registers low enough to spill in kernels that need 50-64 registers per thread
         md = ", ".join(f"!{i + 1000}" for i in range(len(kernels)))
         text += f"\n!nvvm.annotations = !{{{md}}}\n"
         for i, k in enumerate(kernels):
-            text += f'!{i + 1000} = !{{ptr @"{k}", !"maxntidx", i32 {32 * nw}}}\n'
+            text += f'!{i + 1000} = !{{ptr @"{k}", !"maxntidx", i32 {32 * nw}, !"minctasm", i32 1}}\n'
     return text
 
 

@@ -47,17 +47,38 @@ def vector_width(ctx: Ctx, ptr: Value, m: ThreadMap, elem: ScalarType) -> int:
     return p
 
 
-def mask_uniform(ctx: Ctx, mask: Value | None, m: ThreadMap, vec: int) -> bool:
+def vector_dim(ctx: Ctx, ptr: Value, m: ThreadMap, elem: ScalarType) -> tuple[int, int]:
+    """(dimension, elements per access) of the widest access any dimension allows: a thread's run
+    of consecutive elements need not lie along the layout's fastest dimension (a transposition's
+    layouts hold 2-D blocks, vectorized along the dimension memory is contiguous in)."""
+    if not m.dims:
+        return 0, 1
+    info = ctx.axes.info(ptr)
+    eb = max(1, bits_of(elem) // 8)
+    best = (m.order[0], 1)
+    for f in m.order:
+        d = m.dims[f]
+        run = d.spt if d.mode in ("wrap", "tile") else d.size if d.mode == "all" else 1
+        vec = min(run, info.contiguity[f], max(1, info.divisibility[f] // eb), max(1, 16 // eb))
+        p = 1
+        while p * 2 <= vec:
+            p *= 2
+        if p > best[1]:
+            best = (f, p)
+    return best
+
+
+def mask_uniform(ctx: Ctx, mask: Value | None, m: ThreadMap, vec: int, dim: int | None = None) -> bool:
     if mask is None or not isinstance(mask.type, TileType) or not m.dims:
         return True
-    return ctx.axes.info(mask).constancy[m.order[0]] >= vec
+    return ctx.axes.info(mask).constancy[m.order[0] if dim is None else dim] >= vec
 
 
-def chunks(m: ThreadMap, vec: int) -> list[list[Key]]:
-    """The thread's keys grouped into vectors along the fastest dimension."""
+def chunks(m: ThreadMap, vec: int, dim: int | None = None) -> list[list[Key]]:
+    """The thread's keys grouped into vectors along `dim` (default: the fastest dimension)."""
     if not m.dims:
         return [[()]]
-    f = m.order[0]
+    f = m.order[0] if dim is None else dim
     out = []
     for key in m.keys:
         if key[f] % vec == 0:
@@ -260,10 +281,10 @@ def lower_load(ctx: Ctx, op: LoadOp) -> None:
         return
     pv = ctx.tile(ptr)
     m = pv.map
-    vec = vector_width(ctx, ptr, m, elem)
-    uniform = mask_uniform(ctx, mask, m, vec)
+    dim, vec = vector_dim(ctx, ptr, m, elem)
+    uniform = mask_uniform(ctx, mask, m, vec, dim)
     vals: dict[Key, ir.Value] = {}
-    for keys in chunks(m, vec):
+    for keys in chunks(m, vec, dim):
         ptrs = [pv.vals[k] for k in keys]
         masks = [_get(ctx, mask, k) for k in keys] if mask is not None else None
         others = [(_get(ctx, other, k) if other is not None else zero) for k in keys]
@@ -308,9 +329,9 @@ def lower_store(ctx: Ctx, op: StoreOp) -> None:
         return
     pv = ctx.tile(ptr)
     m = pv.map
-    vec = vector_width(ctx, ptr, m, elem)
-    uniform = mask_uniform(ctx, mask, m, vec)
-    for keys in chunks(m, vec):
+    dim, vec = vector_dim(ctx, ptr, m, elem)
+    uniform = mask_uniform(ctx, mask, m, vec, dim)
+    for keys in chunks(m, vec, dim):
         ptrs = [pv.vals[k] for k in keys]
         vals = [_get(ctx, value, k) for k in keys]
         masks = [_get(ctx, mask, k) for k in keys] if mask is not None else None

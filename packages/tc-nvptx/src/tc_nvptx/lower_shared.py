@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
 import llvmlite.ir as ir
 from tc_ir.layouts import DotOperand
 from tc_ir.ops import ConvertLayoutOp, DotOp, Operation, ReduceOp, ReshapeOp, TransOp
 from tc_ir.types import ElementType, ScalarType, TileType
 
 from .context import Ctx, SharedTile, TileVal, lowering_error
-from .layout_math import ThreadMap, row_major_strides
+from .layout_math import DimMap, ThreadMap, row_major_strides
 from .llvm_types import F32, I8, I32, bits_of, llvm_type, memory_type
 from .lower_elementwise import combine
 from .lower_tile import lower_small_reshape
@@ -79,11 +80,32 @@ def lower_convert(ctx: Ctx, op: ConvertLayoutOp) -> None:
     ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, row_major_strides(dst_t.shape))
 
 
+def _same_threads(a: DimMap, b: DimMap) -> bool:
+    return attrs.evolve(a, root_dim=0) == attrs.evolve(b, root_dim=0)
+
+
+def _trans_in_registers(ctx: Ctx, src: TileVal, dst_t: TileType, perm: Sequence[int]) -> TileVal | None:
+    """When every thread already holds the elements it must hold after the transposition (the
+    result layout is the source layout with its dimensions permuted), only the keys change."""
+    m = ctx.map_of(dst_t)
+    sm = src.map
+    if len(m.dims) != len(sm.dims) or m.removed != sm.removed:
+        return None
+    if not all(_same_threads(m.dims[i], sm.dims[p]) for i, p in enumerate(perm)):
+        return None
+    vals = {tuple(key[p] for p in perm): v for key, v in src.vals.items()}
+    return TileVal(m, vals, dst_t.element)
+
+
 @lowers("tc.trans")
 def lower_trans(ctx: Ctx, op: TransOp) -> None:
     dst_t = op.result.type
     assert isinstance(dst_t, TileType)
     src_v = ctx.tile(op.operands[0])
+    renamed = _trans_in_registers(ctx, src_v, dst_t, op.perm)
+    if renamed is not None:
+        ctx.values[op.result] = renamed
+        return
     src_strides = row_major_strides(src_v.map.shape)
     read = [src_strides[p] for p in op.perm]
     ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, read)

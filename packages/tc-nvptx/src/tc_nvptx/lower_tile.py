@@ -131,3 +131,9 @@ def lower_return(ctx: Ctx, op: Operation) -> None:
 
 
 __all__ = ["ReshapeOp", "lower_small_reshape"]
+
+
+@lowers("tc.assume")
+def lower_assume(ctx: Ctx, op: Operation) -> None:
+    """The facts were used by the alignment analysis; the value itself passes through unchanged."""
+    ctx.values[op.result] = ctx.values[op.operands[0]]

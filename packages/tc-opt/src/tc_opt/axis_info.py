@@ -16,6 +16,7 @@ import math
 import attrs
 from tc_ir.ops import (
     AddPtrOp,
+    AssumeOp,
     BinaryOp,
     Block,
     BroadcastOp,
@@ -74,6 +75,13 @@ def uniform(t: IRType, div: int, value: int | None = None) -> AxisInfo:
     """A tile (or scalar) where every element is the same value of divisibility `div`."""
     d = _dims(t)
     return AxisInfo((1,) * len(d), (div,) * len(d), d, value)
+
+
+def assumed(s: AxisInfo, multiple_of: int, aligned: int) -> AxisInfo:
+    """`s` with the facts of a tc.assume: every element is a multiple of both numbers, so the
+    start of each run is too (the runs themselves are unchanged)."""
+    fact = max(pow2_divisor(multiple_of), pow2_divisor(aligned))
+    return AxisInfo(s.contiguity, tuple(max(d, fact) for d in s.divisibility), s.constancy, s.value)
 
 
 def meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
@@ -219,6 +227,8 @@ class AxisAnalysis:
             )
         if isinstance(op, ConvertLayoutOp):
             return self.info(op.operands[0])
+        if isinstance(op, AssumeOp):
+            return assumed(self.info(op.operands[0]), op.multiple_of, op.aligned)
         if isinstance(op, BinaryOp):
             return self._binary(op, t)
         if isinstance(op, AddPtrOp):

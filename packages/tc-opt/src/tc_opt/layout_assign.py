@@ -16,6 +16,7 @@ from collections import deque
 from tc_ir.layouts import Blocked, DotOperand, Layout, Slice
 from tc_ir.ops import (
     AddPtrOp,
+    AssumeOp,
     AtomicCASOp,
     AtomicRMWOp,
     BinaryOp,
@@ -52,10 +53,13 @@ from .axis_info import AxisAnalysis
 from .dot_layouts import dot_operand_layout, dot_result_layout
 from .layout_utils import blocked_for, default_order
 from .pass_manager import Pass
+from .transpose_layout import transpose_anchors
 
-ELEMENTWISE = (BinaryOp, CmpOp, CastOp, UnaryOp, FmaOp, SelectOp, AddPtrOp, BroadcastOp)
+ELEMENTWISE = (BinaryOp, CmpOp, CastOp, UnaryOp, FmaOp, SelectOp, AddPtrOp, BroadcastOp, AssumeOp)
 MEMORY = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp)
-CHEAP = (MakeRangeOp, SplatOp, ConstantOp, BinaryOp, CmpOp, CastOp, SelectOp, AddPtrOp, BroadcastOp, ExpandDimsOp)
+CHEAP = (
+    MakeRangeOp, SplatOp, ConstantOp, BinaryOp, CmpOp, CastOp, SelectOp, AddPtrOp, BroadcastOp, ExpandDimsOp, AssumeOp,
+)
 
 
 def is_tile(v: Value) -> bool:
@@ -186,6 +190,8 @@ class _Solver:
                         target.append((v, lay))
                 for r in op.results:
                     target.append((r, lay))
+        # transpositions between loads and stores first: one layout pair makes `trans` free
+        self.queue.extend(transpose_anchors(self.f, axes, self.num_warps))
         self.queue.extend(stores)
         self.queue.extend(others)
 

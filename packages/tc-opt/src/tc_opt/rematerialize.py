@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tc_ir.ops import (
     AddPtrOp,
+    AssumeOp,
     BinaryOp,
     Block,
     BroadcastOp,
@@ -36,7 +37,7 @@ from .pass_manager import Pass
 
 CHEAP_OPS = (
     MakeRangeOp, SplatOp, BroadcastOp, ExpandDimsOp, ConstantOp, BinaryOp, CmpOp, CastOp, SelectOp, AddPtrOp,
-    ConvertLayoutOp,
+    ConvertLayoutOp, AssumeOp,
 )
 
 #: Deepest expression tree that is recomputed (keeps the cost bounded).

@@ -24,6 +24,7 @@ from tc_ir.types import PointerType, TileType
 
 from .pass_manager import Pass
 from .shared_buffers import buffer_bytes, buffer_users
+from .transpose_layout import is_register_trans
 
 ALIGN = 16
 
@@ -40,6 +41,8 @@ def scratch_bytes(op: Operation) -> int:
         src, dst = op.operands[0].type, op.result.type
         if isinstance(src, TileType) and isinstance(dst, TileType) and dst.numel > 1:
             if isinstance(op, ConvertLayoutOp) and src.layout == dst.layout:
+                return 0
+            if isinstance(op, TransOp) and is_register_trans(src, dst, op.perm):
                 return 0
             return dst.numel * storage_bytes(dst)
         return 0
