@@ -37,10 +37,13 @@ def disable_cache() -> bool:
 
 
 def launch_backend() -> str:
-    """TC_LAUNCH_BACKEND: "ctypes" (default; libcuda's cuLaunchKernel called through ctypes, the
-    fast path) or "cuda-python" (every driver call through cuda-python)."""
-    value = os.environ.get("TC_LAUNCH_BACKEND", "ctypes").strip().lower()
-    return "cuda-python" if value in ("cuda-python", "cuda_python", "cuda") else "ctypes"
+    """TC_LAUNCH_BACKEND: "cuda-python" (default: every driver call through cuda-python) or
+    "ctypes" (libcuda's cuLaunchKernel called through ctypes on the launch path only).
+
+    Measured on an H100 (2026-11-22, BENCHMARKS.md) both cost the same per launch (6.37 and
+    6.34 us), so the default is the one driver API the rest of the runtime uses."""
+    value = os.environ.get("TC_LAUNCH_BACKEND", "cuda-python").strip().lower()
+    return "ctypes" if value == "ctypes" else "cuda-python"
 
 
 def print_autotuning() -> bool:
