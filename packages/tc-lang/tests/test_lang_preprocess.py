@@ -139,6 +139,23 @@ def test_error_inside_define_names_the_macro() -> None:
     assert "(in expansion of macro 'OFFSET')" in str(info.value)
 
 
+def test_error_inside_function_like_macro_names_the_macro_and_spans_the_call() -> None:
+    src = (
+        "#define LOAD(p) *(p + offx)\n"
+        "__global__ void f(float* x) {\n"
+        "  float v[128] = LOAD(x + 1) + 0 ... 128;\n"
+        "}\n"
+    )
+    with pytest.raises(tc_lang.TcNameError) as info:
+        tc_lang.frontend(src, filename="k.tc")
+    d = info.value.first
+    assert d.message == "use of undeclared identifier 'offx'"
+    assert d.location.macro == "LOAD"
+    # The whole invocation `LOAD(x + 1)`, arguments included, is underlined.
+    assert (d.location.line, d.location.col, d.location.end_col) == (3, 18, 28)
+    assert str(info.value).splitlines()[2] == "                     ^~~~~~~~~~~"
+
+
 def test_columns_after_a_macro_are_the_users() -> None:
     src = "__global__ void f(int n) {\n  int x = SIZE + q;\n}\n"
     with pytest.raises(tc_lang.TcNameError) as info:

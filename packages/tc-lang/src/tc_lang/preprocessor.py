@@ -280,6 +280,31 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         result: list[int] = cache[source]
         return result
 
+    def _mark_sites(self, orig: list[Any], result: list[Any]) -> None:
+        """Give every token an expansion produced (macro arguments included) the location of the
+        whole invocation it came from, named after its macro."""
+        calls = _invocations(self, orig, {id(t) for t in result})
+        if not calls:
+            return
+        index = {id(t): i for i, t in enumerate(orig)}
+        last_plain = -1
+        for t in result:
+            i = index.get(id(t))
+            if i is not None and not any(a <= i <= b for a, b in calls):
+                last_plain = i
+                continue
+            call = next(((a, b) for a, b in calls if (i is not None and a <= i <= b)
+                         or (i is None and a > last_plain)), None)
+            if call is None:
+                continue
+            first, last = orig[call[0]], orig[call[1]]
+            if not (hasattr(first, "tc_pos") and hasattr(last, "tc_pos")):
+                continue
+            f, ln, c, _ = first.tc_pos
+            _, lln, lc, llen = last.tc_pos
+            end = (lln, lc + llen - 1) if lln == ln else (ln, c + len(str(first.value)) - 1)
+            t.tc_site = Location(f, ln, c, end[0], end[1], str(first.value))
+
     def expand_macros(self, tokens: list[Any], expanding_from: list[str] | None = None) -> Any:
         """pcpp's expansion, plus: every expanded token learns its invocation site (`tc_site`)."""
         if expanding_from:
@@ -295,31 +320,37 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
             result = super().expand_macros(tokens, [])
         finally:
             self.tc_depth -= 1
-        survivors = {id(t) for t in result}
-        j = 0
-        i = 0
-        while i < len(result):
-            t = result[i]
-            if j < len(orig) and t is orig[j]:
-                i += 1
-                j += 1
-                continue
-            # An expanded run: the removed originals from j up to the next survivor.
-            start = j
-            while j < len(orig) and id(orig[j]) not in survivors:
-                j += 1
-            removed = [o for o in orig[start:j] if o.type not in self.t_WS and hasattr(o, "tc_pos")]
-            site = None
-            if removed:
-                f, ln, c, _ = removed[0].tc_pos
-                lf, lln, lc, llen = removed[-1].tc_pos
-                end = (lln, lc + llen - 1) if lln == ln else (ln, c + len(str(removed[0].value)) - 1)
-                site = (Location(f, ln, c, end[0], end[1], str(removed[0].value)),)
-            while i < len(result) and (j >= len(orig) or result[i] is not orig[j]):
-                if site is not None:
-                    result[i].tc_site = site[0]
-                i += 1
+        self._mark_sites(orig, result)
         return result
+
+
+def _invocations(pp: Any, orig: list[Any], survivors: set[int]) -> list[tuple[int, int]]:
+    """(first, last) indexes in `orig` of each macro invocation that was expanded: the name, and
+    for a function-like macro everything up to its closing parenthesis."""
+    found: list[tuple[int, int]] = []
+    k = 0
+    while k < len(orig):
+        t = orig[k]
+        macro = pp.macros.get(t.value) if t.type == "CPP_ID" else None
+        if macro is None or id(t) in survivors:
+            k += 1
+            continue
+        last = k
+        if getattr(macro, "arglist", None) is not None:
+            n = k + 1
+            while n < len(orig) and orig[n].type in pp.t_WS:
+                n += 1
+            if n < len(orig) and orig[n].value == "(":
+                depth = 0
+                while n < len(orig):
+                    depth += {"(": 1, ")": -1}.get(orig[n].value, 0)
+                    if depth == 0:
+                        break
+                    n += 1
+                last = min(n, len(orig) - 1)
+        found.append((k, last))
+        k = last + 1
+    return found
 
 
 def preprocess(
