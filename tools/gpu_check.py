@@ -16,6 +16,7 @@ write a COMMIT file in the repository root) to have the commit in the table.
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import io
 import os
 import subprocess
@@ -87,12 +88,9 @@ def run_pytest(r: Report) -> None:
     targets.append(str(ROOT / "tests" / "integration"))
     cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-p", "no:cacheprovider",
            "--timeout=300", *targets]
-    try:  # the interpreter side of the GPU-vs-interpreter tests is CPU-bound: spread it out
-        import xdist  # noqa: F401
-
+    # the interpreter side of the GPU-vs-interpreter tests is CPU-bound: spread it out
+    if importlib.util.find_spec("xdist") is not None:
         cmd[3:3] = ["-n", os.environ.get("TC_GPU_CHECK_WORKERS", "8")]
-    except ImportError:
-        pass
     r.say(" ".join(cmd))
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     text = proc.stdout + proc.stderr

@@ -29,10 +29,35 @@ def test_softmax(arch: str, block: int) -> None:
 
 @pytest.mark.parametrize("name", ["transpose.tc", "transpose_masked.tc", "transpose_multipleof.tc"])
 @pytest.mark.parametrize("type_", ["float", "half"])
-def test_transpose(name: str, type_: str) -> None:
+def test_transpose_renames_registers(name: str, type_: str) -> None:
+    """A trans between a load and a store is laid out so that each thread holds a small 2-D
+    block: both sides are coalesced and no data crosses threads (no shared memory, no barrier)."""
     k = _compile(name, {"TYPE": type_, "TM": 32, "TN": 64})
-    assert "st.shared" in k.ptx and "ld.shared" in k.ptx  # type: ignore[attr-defined]
+    ptx = k.ptx  # type: ignore[attr-defined]
+    assert "ld.global" in ptx and "st.global" in ptx
+    assert "st.shared" not in ptx and "bar.sync" not in ptx
+    assert k.shared_bytes == 0  # type: ignore[attr-defined]
     assert k.cubin is not None and k.spills == 0  # type: ignore[attr-defined]
+
+
+COMPUTED_TRANSPOSE = """
+__global__ void t(TYPE* Y) {
+  int rm[TM] = 0 ... TM;
+  int rn[TN] = 0 ... TN;
+  TYPE a[TM, TN] = rm[:, newaxis] * 3 + rn[newaxis, :];
+  TYPE* py[TN, TM] = Y + rm[newaxis, :] * TN + rn[:, newaxis];
+  *py = ^a;
+}
+"""
+
+
+@pytest.mark.parametrize("type_", ["float", "half"])
+def test_transpose_of_a_computed_tile_goes_through_shared_memory(type_: str) -> None:
+    k = compile(COMPUTED_TRANSPOSE, defines={"TYPE": type_, "TM": 32, "TN": 64}, options=CompileOptions(arch="sm_90"))
+    ptx = k.ptx
+    assert "st.shared" in ptx and "ld.shared" in ptx and "bar.sync" in ptx
+    assert k.shared_bytes >= 32 * 64 * (4 if type_ == "float" else 2)
+    assert k.cubin is not None and k.spills == 0
 
 
 def test_transpose_multipleof_vectorizes() -> None:

@@ -42,13 +42,32 @@ __global__ void t(float* X, float* Y) {
 """
 
 
+MATMUL = """
+__global__ void mm(float* A, float* B, float* C, int K) {
+  int rm[TM] = 0 ... TM;
+  int rn[TN] = 0 ... TN;
+  int rk[TK] = 0 ... TK;
+  float acc[TM, TN] = 0;
+  float* pa[TM, TK] = A + rm[:, newaxis] * K + rk[newaxis, :];
+  float* pb[TK, TN] = B + rk[:, newaxis] * TN + rn[newaxis, :];
+  for (int k = 0; k < K; k += TK) {
+    acc += (*pa) @ (*pb);
+    pa += TK;
+    pb += TK * TN;
+  }
+  *(C + rm[:, newaxis] * TN + rn[newaxis, :]) = acc;
+}
+"""
+
+
 def test_too_much_shared_memory_is_refused_with_the_numbers() -> None:
+    # num_stages=4 buffers of a 256x64 and a 64x256 float tile: 512 KiB of staging
     with pytest.raises(TcResourceError) as info:
-        compile(TRANSPOSE, defines={"TM": 256, "TN": 256}, options=CompileOptions(arch="sm_90"),
-                assemble_cubin=False)
+        compile(MATMUL, defines={"TM": 256, "TN": 256, "TK": 64},
+                options=CompileOptions(arch="sm_90", num_stages=4), assemble_cubin=False)
     e = info.value
     assert isinstance(e, ResourceLimitError)
-    assert e.resource == "shared memory" and e.needed >= 256 * 256 * 4 and e.limit == 227 * 1024
+    assert e.resource == "shared memory" and e.needed >= 4 * 2 * 256 * 64 * 4 and e.limit == 227 * 1024
     assert "smaller tiles" in e.hint and "num_stages" in e.hint
 
 
@@ -56,8 +75,8 @@ def test_tcc_reports_resource_errors_without_a_traceback(tmp_path: object, capsy
     import pathlib
 
     path = pathlib.Path(str(tmp_path)) / "t.tc"
-    path.write_text(TRANSPOSE)
-    assert main([str(path), "-D", "TM=256", "-D", "TN=256", "--arch", "sm_80"]) == 1
+    path.write_text(MATMUL)
+    assert main([str(path), "-D", "TM=256", "-D", "TN=256", "-D", "TK=64", "--arch", "sm_80"]) == 1
     err = capsys.readouterr().err
     assert "error[E0701]" in err and "163 KB" not in err and "166912 bytes" in err
     assert "Traceback" not in err

@@ -11,6 +11,7 @@ from tc_ir.ops import ConvertLayoutOp, DotOp, LoadOp, Module, ReduceOp, StoreOp,
 from tc_ir.types import TileType
 from tc_opt import AxisAnalysis, CompileOptions, blocked_for, gpu_pipeline
 from tc_opt.pass_manager import module_text
+from tc_opt.transpose_layout import is_register_trans, permute_blocked
 
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
 
@@ -75,24 +76,49 @@ def test_softmax_reduces_to_scalars() -> None:
     assert m.attributes["shared_bytes"] > 0
 
 
-def test_transpose_goes_through_shared_memory() -> None:
+def test_transpose_between_memory_accesses_moves_no_data() -> None:
     m = _laid_out((KERNELS / "transpose.tc").read_text(), {"TYPE": "float", "TM": 32, "TN": 64})
     trans = [op for op in m.walk() if isinstance(op, TransOp)]
     assert len(trans) == 1
     src, dst = trans[0].operands[0].type, trans[0].result.type
     assert isinstance(src, TileType) and isinstance(dst, TileType)
-    # px = X + rm[:, newaxis] + rn[newaxis, :] * ldx is contiguous along dim 0, and so is py:
-    # both sides are coalesced along their own contiguous dimension
-    assert isinstance(src.layout, Blocked) and src.layout.order[0] == 0
-    assert isinstance(dst.layout, Blocked) and dst.layout.order[0] == 0
-    assert src.layout.threads_per_warp[0] == 32
+    assert isinstance(src.layout, Blocked) and isinstance(dst.layout, Blocked)
+    # px = X + rm[:, newaxis] + rn[newaxis, :] * ldx is contiguous along dim 0: lanes run along it
+    assert src.layout.order[0] == 0 and src.layout.threads_per_warp[0] >= 8
+    # py is contiguous along its dim 0 (rn, the source's dim 1): the stored tile's lanes run along
+    # it, and the trans is a renaming of registers (the stored layout is the permuted loaded one)
+    assert dst.layout == permute_blocked(src.layout, trans[0].perm)
+    assert is_register_trans(src, dst, trans[0].perm)
     for op in m.walk():
         if isinstance(op, StoreOp):
-            assert op.operands[0].type.layout == dst.layout  # type: ignore[union-attr]
-    assert m.attributes["shared_bytes"] == 32 * 64 * 4
-    # the index ranges feeding both pointer tiles are re-materialized, not converted
+            assert op.operands[1].type.layout == dst.layout  # type: ignore[union-attr]
+        if isinstance(op, LoadOp):
+            assert op.result.type.layout == src.layout  # type: ignore[union-attr]
+    assert m.attributes["shared_bytes"] == 0
     assert not any(isinstance(op, ConvertLayoutOp) for op in m.walk())
+    # the index ranges feeding both pointer tiles are re-materialized in slices, not converted
     assert any(isinstance(r.type, TileType) and isinstance(r.type.layout, Slice) for op in m.walk() for r in op.results)
+
+
+COMPUTED_TRANSPOSE = """
+__global__ void t(float* Y) {
+  int rm[TM] = 0 ... TM;
+  int rn[TN] = 0 ... TN;
+  float a[TM, TN] = rm[:, newaxis] * 1.5f + rn[newaxis, :];
+  float* py[TN, TM] = Y + rm[newaxis, :] * TN + rn[:, newaxis];
+  *py = ^a;
+}
+"""
+
+
+def test_transpose_of_a_computed_tile_goes_through_shared_memory() -> None:
+    m = _laid_out(COMPUTED_TRANSPOSE, {"TM": 32, "TN": 64})
+    trans = [op for op in m.walk() if isinstance(op, TransOp)]
+    assert len(trans) == 1
+    src, dst = trans[0].operands[0].type, trans[0].result.type
+    assert isinstance(src, TileType) and isinstance(dst, TileType)
+    assert not is_register_trans(src, dst, trans[0].perm)
+    assert m.attributes["shared_bytes"] == 32 * 64 * 4
 
 
 def test_matmul_dot_operands_are_staged() -> None:

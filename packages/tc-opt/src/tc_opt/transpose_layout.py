@@ -54,17 +54,23 @@ def is_register_trans(src: TileType, dst: TileType, perm: Sequence[int]) -> bool
 
 
 def access_vector(ptr: Value, axes: AxisAnalysis) -> tuple[int, int]:
-    """(dimension, elements) of the widest aligned contiguous access of a pointer tile (<= 16 B)."""
+    """(dimension, elements) of the widest aligned contiguous access of a pointer tile (<= 16 B).
+
+    Where no dimension allows a vector (an unaligned leading dimension, say), the dimension the
+    pointers are contiguous in still wins, so that a warp's lanes run along it and each access
+    instruction reads whole 32-byte sectors."""
     t = ptr.type
     assert isinstance(t, TileType)
     info = axes.info(ptr)
     elem = t.element
     eb = elem.pointee.bytes if isinstance(elem, PointerType) else 4
     best = (t.rank - 1, 1)
+    best_key = (0, 0)
     for d in range(t.rank - 1, -1, -1):
         v = min(info.contiguity[d], max(1, info.divisibility[d] // eb), max(1, 16 // eb), t.shape[d])
-        if v > best[1]:
-            best = (d, v)
+        key = (v, min(info.contiguity[d], t.shape[d]))
+        if key > best_key:
+            best, best_key = (d, v), key
     return best
 
 
