@@ -302,6 +302,26 @@ def runtime_launch(r: Report) -> None:
             float(ms_text) < 100 and compiled == "False", f"{float(ms_text):.1f} ms")
 
 
+def softmax_bench(r: Report) -> None:
+    """Issue 8's softmax points (tools/bench_softmax.py): tc against torch and Triton, three dtypes."""
+    out = (OUT if OUT is not None else ROOT / "build") / "bench_softmax.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_softmax.py"), "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-5000:])
+    r.check("softmax results equal torch's (all dtypes and N)", proc.returncode == 0, f"exit {proc.returncode}")
+    if not out.is_file():
+        return
+    import json as _json
+
+    for row in _json.loads(out.read_text())["rows"]:
+        tc_, torch_, triton_ = row.get("tc"), row.get("torch"), row.get("triton")
+        if tc_ and torch_:
+            extra = f", {tc_ / triton_:.2f}x Triton" if triton_ else ""
+            r.number(f"softmax {row['dtype']} {row['M']}x{row['N']}",
+                     f"{tc_:.0f} GB/s = {tc_ / torch_:.2f}x torch{extra}")
+
+
 def gpu_name() -> str:
     try:
         import torch
@@ -352,6 +372,7 @@ def main() -> int:
             ("vector add bandwidth", bandwidth),
             ("launch overhead", launch_overhead),
             ("runtime: launch vs Triton and CuPy, cached kernels", runtime_launch),
+            ("softmax benchmark", softmax_bench),
             ("tutorials", tutorials),
             ("compute-sanitizer", sanitizer),
         ]

@@ -129,8 +129,10 @@ def _fused_trans(d: dict[str, Any]) -> Callable[[np.random.Generator, str], Laun
 
     def make(rng: np.random.Generator, scale: str) -> Launch:
         m, n, k = (tm, tn * 2, tk * 3) if scale == "odd" else (tm * 4, tn * 4, tk * 8)
-        a = _rand(rng, (k, m) if ta else (m, k), dtype)
-        b = _rand(rng, (n, k) if tb else (k, n), dtype)
+        # the spec's loop pre-fetches one K block past the end without a mask: pad K by TK
+        kp = k + tk
+        a = _rand(rng, (kp, m) if ta else (m, kp), dtype)
+        b = _rand(rng, (n, kp) if tb else (kp, n), dtype)
         c = np.zeros((m, n), dtype)
         lda, ldb = a.shape[1], b.shape[1]
         return Launch([a, b, c, m, n, k, lda, ldb, n], (m // tm, n // tn), (2,), False)

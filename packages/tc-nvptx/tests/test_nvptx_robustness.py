@@ -95,3 +95,18 @@ def test_tcc_time_passes_and_print_after_all(tmp_path: object, capsys: pytest.Ca
         assert f"pass {name}" in err
     assert "LLVM O3 + PTX emission" in err and "total" in err
     assert ".entry t" in out.read_text()
+
+
+DIVIDE = """
+__global__ void k(float* o, float* a, float* b) {
+  int r[128] = 0 ... 128;
+  *(o + r) = *(a + r) / *(b + r);
+}
+"""
+
+
+def test_float_division_is_tritons_by_default_and_ieee_on_request() -> None:
+    fast = compile(DIVIDE, assemble_cubin=False).ptx
+    assert "div.full.f32" in fast and "div.rn.f32" not in fast
+    precise = compile(DIVIDE, options=CompileOptions(precise_div=True), assemble_cubin=False).ptx
+    assert "div.rn.f32" in precise and "div.full.f32" not in precise

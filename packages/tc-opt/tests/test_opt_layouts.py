@@ -132,3 +132,21 @@ def test_matmul_dot_operands_are_staged() -> None:
     assert isinstance(acc, TileType) and isinstance(acc.layout, Blocked)
     assert dots[0].result.type == acc
     assert m.attributes["shared_bytes"] == 3 * (64 * 8 + 8 * 64) * 4  # num_stages=3 buffers (pipelined)
+
+
+def test_fma_dot_operands_in_shared_memory_stay_live_until_the_dot() -> None:
+    # the spec's pre-fetching matmul stages loop-carried fp32 operands with local_alloc; the FMA dot
+    # reads both buffers where it runs, so they must not share memory (a overwritten by b was a
+    # wrong result on the GPU)
+    from tc_ir.ops import LocalAllocOp
+    from tc_opt import allocate
+
+    src = (KERNELS / "matmul_prefetch.tc").read_text()
+    m = _laid_out(src, {"TYPE": "float", "TM": 64, "TN": 64, "TK": 64})
+    f = m.functions[0]
+    allocs = [op for op in f.walk() if isinstance(op, LocalAllocOp)]
+    assert len(allocs) == 2
+    offsets = allocate(f).offsets
+    a, b = sorted(offsets[op] for op in allocs)
+    assert b - a >= 64 * 64 * 4
+    assert m.attributes["shared_bytes"] >= 2 * 64 * 64 * 4

@@ -85,6 +85,11 @@ def float_binary(ctx: Ctx, kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
     if kind == "fmul":
         return b.fmul(x, y)
     if kind == "fdiv":
+        if x.type == F32 and not ctx.options.precise_div:
+            # Triton's `/` on fp32: div.full.f32 (at most 2 ulp), a few instructions where the
+            # IEEE-rounded div.rn.f32 takes a dozen and a slow path; CompileOptions.precise_div
+            # keeps the IEEE quotient
+            return ctx.asm(F32, "div.full.f32 $0, $1, $2;", "=f,f,f", [x, y])
         return b.fdiv(x, y)
     if kind == "frem":
         return b.frem(x, y)

@@ -57,6 +57,9 @@ class CompileOptions:
     #: Precision of fp32 dots whose IR says "ieee": "ieee" keeps them exact (FMA), "tf32" allows
     #: tensor cores (set by the user; never implied).
     fp32_dot: str = attrs.field(default="ieee", validator=attrs.validators.in_(("ieee", "tf32")))
+    #: fp32 division `/`: False (the default, as in Triton 3.x) gives div.full.f32, at most 2 ulp
+    #: from the IEEE quotient and several times cheaper; True gives the IEEE-rounded div.rn.f32.
+    precise_div: bool = False
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False

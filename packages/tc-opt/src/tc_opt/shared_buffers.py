@@ -1,10 +1,12 @@
 """Shared-memory buffers made by local_alloc: their size, and every op that touches one through
-its views (subview, local_trans). The allocator keeps a buffer alive until its last such user
-(to the end of a loop that uses it without defining it)."""
+its views (subview, local_trans, and a local_load for an FMA dot, which code generation keeps as a
+view that the dot reads itself). The allocator keeps a buffer alive until its last such user (to
+the end of a loop that uses it without defining it)."""
 
 from __future__ import annotations
 
-from tc_ir.ops import LocalAllocOp, LocalSubviewOp, LocalTransOp, Operation, Value
+from tc_ir.layouts import DotOperand, Mma
+from tc_ir.ops import LocalAllocOp, LocalLoadOp, LocalSubviewOp, LocalTransOp, Operation, Value
 from tc_ir.types import PointerType, TileType
 
 VIEWS = (LocalSubviewOp, LocalTransOp)
@@ -20,6 +22,17 @@ def buffer_bytes(op: Operation) -> int:
     return t.numel * (8 if isinstance(e, PointerType) else e.bytes)
 
 
+def is_view(op: Operation) -> bool:
+    """Whether `op`'s result still refers to the buffer it reads: a subview, a local_trans, or a
+    local_load of an FMA dot operand (the dot reads shared memory where it runs, not here)."""
+    if isinstance(op, VIEWS):
+        return True
+    if isinstance(op, LocalLoadOp):
+        t = op.result.type
+        return isinstance(t, TileType) and isinstance(t.layout, DotOperand) and not isinstance(t.layout.parent, Mma)
+    return False
+
+
 def buffer_users(op: Operation, users: dict[Value, list[Operation]]) -> list[Operation]:
     """The ops that read or write the buffer of `op` (a local_alloc), directly or through views."""
     out: list[Operation] = []
@@ -28,6 +41,6 @@ def buffer_users(op: Operation, users: dict[Value, list[Operation]]) -> list[Ope
         v = todo.pop()
         for u in users.get(v, []):
             out.append(u)
-            if isinstance(u, VIEWS):
+            if is_view(u):
                 todo.append(u.result)
     return out
