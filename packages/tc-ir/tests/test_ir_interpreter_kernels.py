@@ -63,7 +63,7 @@ def test_softmax_1823x781(name: str) -> None:
 
 def test_matmul_512x768x896_f16() -> None:
     M, N, K = 512, 768, 896
-    MB, NB, KB = 64, 64, 32
+    MB, NB, KB = 32, 64, 32  # 16 block rows: two groups of MAX_GROUP_SIZE (8) in the pid re-ordering
     module, src = compile_kernel("matmul_tutorial.tc", {"TYPE": "half", "MB": MB, "NB": NB, "KB": KB})
     rng = np.random.default_rng(3)
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -75,6 +75,47 @@ def test_matmul_512x768x896_f16() -> None:
     ref = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-3, atol=5e-2)
     assert elapsed < 10.0
+
+
+def _grouped_tile(pid: int, grid_m: int, grid_n: int, group: int = 8) -> tuple[int, int]:
+    """The (pid_m, pid_n) tile of program `pid` under the spec matmul's grouped ordering (C semantics:
+    division and remainder truncate, all operands are non-negative here)."""
+    width = group * grid_n
+    group_id = pid // width
+    group_size = min(grid_m - group_id * group, group)
+    return group_id * group + pid % group_size, (pid % width) // group_size
+
+
+def test_matmul_tutorial_grouped_ordering_with_a_partial_group_f16() -> None:
+    M, N, K = 200, 40, 48  # 13 block rows: a group of 8 then a partial group of 5; M, N ragged
+    MB, NB, KB = 16, 16, 16
+    module, src = compile_kernel("matmul_tutorial.tc", {"TYPE": "half", "MB": MB, "NB": NB, "KB": KB})
+    run = Interpreter(module, source=src)
+    grid_m, grid_n = -(-M // MB), -(-N // NB)
+    rng = np.random.default_rng(8)
+    # the operand loads are unmasked: A and B are padded to whole tiles, with the true strides
+    a = rng.standard_normal((grid_m * MB, K)).astype(np.float16)
+    b = rng.standard_normal((K, grid_n * NB)).astype(np.float16)
+
+    def args(c: Any) -> list[Any]:
+        return [a, b, c, M, N, K, K, grid_n * NB, N]
+
+    # Program p, run after programs 0..p-1, writes exactly the tile the grouped ordering gives it,
+    # clipped to the M x N output by the store mask.
+    written = np.zeros((M, N), bool)
+    for p in range(grid_m * grid_n):
+        c = np.full((M, N), np.nan, np.float16)
+        run(args(c), (p + 1,))
+        now = ~np.isnan(c)
+        tm, tn = _grouped_tile(p, grid_m, grid_n)
+        want = np.zeros((M, N), bool)
+        want[tm * MB : (tm + 1) * MB, tn * NB : (tn + 1) * NB] = True
+        np.testing.assert_array_equal(now & ~written, want, err_msg=f"program {p}")
+        assert not (written & want).any(), f"program {p} rewrites an earlier tile"
+        written = now
+    assert written.all()
+    ref = a.astype(np.float32)[:M] @ b.astype(np.float32)[:, :N]
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-3, atol=2e-2)
 
 
 def test_matmul_tutorial_ragged_edges_are_masked_on_store() -> None:

@@ -149,6 +149,36 @@ def test_while_do_while_break_continue() -> None:
     assert list(odd) == [sum(j for j in range(1, p * 3 + 1, 2)) for p in range(P)]
 
 
+FOREVER = """
+__device__ int first_above(float* x, int n, float t) {
+  for (int i = 0;; i++) { if (i >= n) return -1; if (*(x + i) > t) return i; }
+  return -2;
+}
+__global__ void k(int* o, float* x, int n) {
+  int pid = get_program_id(0);
+  int j = 0;
+  for (;;) { j += pid + 1; if (j > 7) break; }
+  *(o + 3 * pid) = j;
+  *(o + 3 * pid + 1) = first_above(x, n, pid * 0.25f);
+  for (;;) { if (j > 20) return; j = j * 2; }
+  *(o + 3 * pid + 2) = 99;  // never reached: the loop above only ends by returning
+}
+"""
+
+
+def test_for_without_condition_ends_at_break_or_return() -> None:
+    module = lower_source(FOREVER)
+    P, n = 5, 4
+    x = np.array([0.1, 0.3, 0.6, 0.9], np.float32)
+    o = np.zeros(3 * P, np.int32)
+    interpret(module, [o, x, n], (P,), source=FOREVER)
+    got = o.reshape(P, 3)
+    assert list(got[:, 0]) == [(7 // (p + 1) + 1) * (p + 1) for p in range(P)]  # first multiple > 7
+    above = [int(np.argmax(x > p * 0.25)) if (x > p * 0.25).any() else -1 for p in range(P)]
+    assert list(got[:, 1]) == above and above[-1] == -1
+    assert list(got[:, 2]) == [0] * P
+
+
 # --------------------------------------------------------------------------------- atomics
 
 ATOMICS = """

@@ -97,6 +97,22 @@ CHECK: ^(%i_3: i32):
 CHECK-NEXT: tc.yield %i_3
 """,
     ),
+    "for_without_condition_tests_its_exit_flags": (
+        """
+__global__ void k(int* o, int n) {
+  int j = 0;
+  for (;;) { j += 2; if (j > n) break; }
+  *o = j;
+}""",
+        """
+CHECK: [[J:%[0-9]+]], {{%[0-9]+}} = tc.while %j, {{%[0-9]+}} : i32, i1 ({
+CHECK-NEXT: ^(%j_1: i32, %_break: i1):
+CHECK-NEXT: [[TRUE:%[0-9]+]] = tc.constant {value = true} : i1
+CHECK-NEXT: [[GO:%[0-9]+]] = tc.binary %_break, [[TRUE]] {kind = "xor"} : i1
+CHECK-NEXT: tc.condition [[GO]], %j_1, %_break
+CHECK: tc.store %o, [[J]]
+""",
+    ),
     "if_with_results": (
         """
 __global__ void k(int* o, int a) {

@@ -234,8 +234,8 @@ def lower_loop(
     exit_flags = _exit_flags(lw, loop) if ("break" in kinds or "return" in kinds) else []
 
     def condition() -> Value:
-        if cond is None:
-            return lw.b.constant(True, T.I1)
+        if cond is None:  # `for (;;)`: runs until a break or a return sets its flag
+            return _none_set(lw, exit_flags) if exit_flags else lw.b.constant(True, T.I1)
         if not exit_flags:
             return _scalar_condition(lw, cond)
         ok = _none_set(lw, exit_flags)
