@@ -47,7 +47,9 @@ def test_after_pass_and_num_warps(add_file: Path, capsys: pytest.CaptureFixture[
 
 def test_unknown_pass(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", "--after=nope"])
-    assert rc == 1 and "no pass named" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 1 and "no pass named 'nope'" in err
+    assert "canonicalize" in err and "pipeline-loops" in err and "allocate-shared" in err
 
 
 def test_user_error_is_a_diagnostic_without_traceback(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 
 from tc_lang.diagnostics import TcCompileError
+from tc_opt import gpu_pipeline
 from tc_opt.options import ARCHS, CompileOptions
 
 from .compiler import CompiledKernel, compile_module, frontend_module
@@ -104,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(kernel.timing_report())
         if args.after:
             if "after" not in kernel.asm:
-                return _fail(f"tcc: error: no pass named {args.after!r} in the pipeline")
+                names = list(dict.fromkeys(ps.name for ps in gpu_pipeline(options).passes))
+                return _fail(f"tcc: error: no pass named {args.after!r} in the pipeline; its passes "
+                             f"are: {', '.join(names)}")
             return _write(args.output, kernel.asm["after"])
         if args.emit == "cubin":
             kernel.registers, kernel.spills = info.registers, info.spill_stores + info.spill_loads
