@@ -20,7 +20,12 @@ HEAD = "__global__ void k(int n, float* p, half* h, int* q, bool flag) {\n"
 
 def unit_of(body: str, defines: Mapping[str, str | int] | None = None,
             extra: str = "") -> ast.TranslationUnit:
-    return tc_lang.frontend(extra + HEAD + body + "\n}\n", defines, filename="k.tc")
+    src = extra + HEAD + body + "\n}\n"
+    unit = tc_lang.frontend(src, defines, filename="k.tc")
+    # every test kernel also round-trips through the printer
+    parsed = tc_lang.parse(tc_lang.preprocess(src, defines))
+    assert tc_lang.parse(tc_lang.to_source(parsed)) == parsed
+    return unit
 
 
 def decl_types(body: str, defines: Mapping[str, str | int] | None = None,
@@ -191,6 +196,163 @@ def test_typed_tree_keeps_the_declared_and_value_types() -> None:
     assert d.decls[0].init is not None and d.decls[0].init.ty == FP32
 
 
+def test_half_and_bf16_rank_between_long_and_float() -> None:
+    t = decl_types(
+        "long l = n;\nhalf x = *h;\nbf16 y = 0;\n"
+        "half r1 = l * x;\nbf16 r2 = y + l;\nfloat r3 = x + y;\nfloat r4 = x * 1.0f;\n"
+        "double r5 = y * 1.0;\n"
+    )
+    inits = {k: init_of("long l = n;\nhalf x = *h;\nbf16 y = 0;\nhalf r1 = l * x;\n"
+                        "bf16 r2 = y + l;\nfloat r3 = x + y;\n", k).ty for k in ("r1", "r2", "r3")}
+    assert inits == {"r1": FP16, "r2": ScalarType("bf16"), "r3": FP32}
+    assert t["r4"] == FP32 and t["r5"] == FP64
+
+
+def test_signed_and_unsigned_semantics() -> None:
+    body = (
+        "int a = -7 / 2;\nunsigned b2 = 4294967289u / 2u;\nint c = -7 % 3;\n"
+        "unsigned d = 4294967289u % 10u;\nbool lt = -1 < 1u;\nbool slt = -1 < 1;\n"
+        "int sr = -8 >> 1;\nunsigned ur = 0x80000000u >> 4;\nunsigned cu = (unsigned) -1;\n"
+        "uint8 c8 = (uint8) 300;\nchar sc = (char) 200;\nlong zx = (long) (unsigned) -1;\n"
+        "long sx = (long) -1;\nint sh = (short) 40000;\n"
+        "unsigned uu = n;\nunsigned q1 = uu / n;\nbool q2 = uu < n;\nunsigned q3 = uu >> 1;\n"
+        "int q4 = n >> 1;\nlong q5 = uu + (long) n;\nunsigned long q6 = uu + 1ul;\n"
+    )
+    want = {"a": -3, "b2": 2147483644, "c": -1, "d": 9, "lt": False, "slt": True, "sr": -4,
+            "ur": 0x08000000, "cu": 0xFFFFFFFF, "c8": 44, "sc": -56, "zx": 0xFFFFFFFF, "sx": -1,
+            "sh": -25536}
+    unit = unit_of(body)
+    inits = {d.name: d.init for s in unit.kernels()[0].body.items
+             if isinstance(s, ast.DeclStmt) for d in s.decls if d.init is not None}
+    assert {k: inits[k].const for k in want} == want
+    # the types the lowering reads to pick udiv/sdiv, icmp ult/slt, lshr/ashr, zext/sext
+    assert inits["q1"].ty == UINT32
+    q2 = inits["q2"]
+    assert isinstance(q2, ast.Binary) and q2.ty == BOOL
+    assert q2.left.ty is not None and q2.right.ty is not None
+    assert tc_lang.rules.binary_types("<", q2.left.ty, q2.right.ty)[0] == UINT32
+    assert inits["q3"].ty == UINT32 and inits["q4"].ty == INT32
+    assert inits["q5"].ty == INT64 and inits["q6"].ty == ScalarType("uint64")
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "rsqrt", "abs", "sin", "cos", "exp2",
+                                  "log2", "floor", "ceil"])
+def test_unary_math_builtins(name: str) -> None:
+    body = (f"float x[16] = 1;\nfloat t[16] = {name}(x);\nhalf hs = {name}(*h);\n"
+            f"double ds = {name}(1.0);\nfloat fs = {name}(2.0f);\n")
+    inits = {k: init_of(body, k).ty for k in ("t", "hs", "ds", "fs")}
+    assert inits == {"t": T((16,), FP32), "hs": FP16, "ds": FP64, "fs": FP32}
+    expected_int = INT32 if name == "abs" else FP32
+    assert init_of(f"int i = {name}(n);", "i").ty == expected_int
+
+
+def test_sqrtf_fma_select_min_max() -> None:
+    body = (
+        "int r[16] = 0 ... 16;\nfloat x[16] = 1;\nfloat s = sqrtf(n);\n"
+        "float f3[16] = fma(x, 2.0f, x);\nhalf fh = fma(*h, *h, *h);\n"
+        "float sel[16] = select(r < n, x, 0.0f);\nint ss = select(flag, 1, n);\n"
+        "float mx[16] = max(x, 1.0f);\nint mn[16] = min(r, r);\nfloat m2 = max(n, 2.5f);\n"
+        "float m3[16, 16] = min(x[:, newaxis], x[newaxis, :]);\n"
+    )
+    got = {k: init_of(body, k).ty for k in ("s", "f3", "fh", "sel", "ss", "mx", "mn", "m2",
+                                             "m3")}
+    assert got == {"s": FP32, "f3": T((16,), FP32), "fh": FP16, "sel": T((16,), FP32),
+                   "ss": INT32, "mx": T((16,), FP32), "mn": T((16,), INT32), "m2": FP32,
+                   "m3": T((16, 16), FP32)}
+
+
+def test_atomics_return_the_old_values() -> None:
+    body = (
+        "int r[16] = 0 ... 16;\nint* qs[16] = q + r;\n"
+        "int a1 = atomic_add(q, 1);\nint a2[16] = atomic_add(qs, r, r < n);\n"
+        "int x1 = atomic_max(q, n, flag);\nint x2[16] = atomic_max(qs, 3);\n"
+        "int n1 = atomic_min(q, n);\nint n2[16] = atomic_min(qs, r, r > 2);\n"
+        "int w1 = atomic_xchg(q, 7);\nint w2[16] = atomic_xchg(qs, r, r < 8);\n"
+        "int c1 = atomic_cas(q, 0, 1);\nint c2[16] = atomic_cas(qs, r, 0);\n"
+        "float f1 = atomic_add(p, 1.0f);\nhalf f2[16] = atomic_add(h + r, 1.0f);\n"
+    )
+    got = {k: init_of(body, k).ty for k in
+           ("a1", "a2", "x1", "x2", "n1", "n2", "w1", "w2", "c1", "c2", "f1", "f2")}
+    scalar, tile = INT32, T((16,), INT32)
+    assert got == {"a1": scalar, "a2": tile, "x1": scalar, "x2": tile, "n1": scalar,
+                   "n2": tile, "w1": scalar, "w2": tile, "c1": scalar, "c2": tile, "f1": FP32,
+                   "f2": T((16,), FP16)}
+
+
+def test_bf16_and_half_dot_give_float() -> None:
+    body = ("bf16 a[16, 32] = 0;\nbf16 b2[32, 8] = 0;\nfloat c[16, 8] = a @ b2;\n"
+            "half ha[16, 32] = 0;\nhalf hb[32, 8] = 0;\nfloat hc[16, 8] = ha @ hb;\n"
+            "double da[16, 16] = 0;\ndouble dc[16, 16] = da @ da;\n")
+    assert init_of(body, "c").ty == T((16, 8), FP32)
+    assert init_of(body, "hc").ty == T((16, 8), FP32)
+    assert init_of(body, "dc").ty == T((16, 16), FP64)
+
+
+def test_reductions_and_permutations_along_any_axis() -> None:
+    body = (
+        "float t[4, 8, 16] = 0;\nfloat a[4, 16] = t[:, +, :];\nfloat b2[8, 16] = t[max, :, :];\n"
+        "float c[4, 8] = t[:, :, min];\nfloat d[16, 4, 8] = t[^2, ^0, ^1];\n"
+        "float e[4, 8] = t[:, :, -];\nfloat f[4] = t[:, +, max];\n"
+        "float g[4, 1, 8] = t[:, newaxis, :, +];\nfloat s = t[+, +, +];\n"
+    )
+    got = {k: init_of(body, k).ty for k in ("a", "b2", "c", "d", "e", "f", "g", "s")}
+    assert got == {"a": T((4, 16), FP32), "b2": T((8, 16), FP32), "c": T((4, 8), FP32),
+                   "d": T((16, 4, 8), FP32), "e": T((4, 8), FP32), "f": T((4,), FP32),
+                   "g": T((4, 1, 8), FP32), "s": FP32}
+
+
+def test_masked_loads_stores_and_tile_ternary() -> None:
+    body = (
+        "int r[16] = 0 ... 16;\nbool m[16] = r < n;\nfloat* px[16] = p + r;\n"
+        "float v[16] = *?(m) px;\nfloat w[16] = m ? *px : -F32_INFINITY;\n"
+        "float b2[4, 16] = *?(m[newaxis, :]) (p + r[newaxis, :] + (0 ... 4)[:, newaxis]);\n"
+        "*?(m) px = v;\n*?(flag) p = 1.0f;\n"
+    )
+    unit = unit_of(body)
+    items = unit.kernels()[0].body.items
+    assert init_of(body, "v").ty == T((16,), FP32)
+    w = init_of(body, "w")
+    assert isinstance(w, ast.Conditional) and w.ty == T((16,), FP32)
+    assert isinstance(w.then, ast.Deref) and w.then.ty == T((16,), FP32)
+    assert init_of(body, "b2").ty == T((4, 16), FP32)
+    stores = [s.expr for s in items if isinstance(s, ast.ExprStmt)]
+    assert [type(x).__name__ for x in stores] == ["Assign", "Assign"]
+    for x in stores:
+        assert isinstance(x, ast.Assign) and isinstance(x.target, ast.Deref)
+        assert x.target.mask is not None and x.target.mask.ty is not None
+    assert stores[1] is not None and stores[1].ty == FP32
+
+
+def test_tile_casts_and_bitcasts() -> None:
+    body = (
+        "int r[16] = 0 ... 16;\nfloat a[16] = (float) r;\nfloat b2[4, 4] = (float[4, 4]) r;\n"
+        "half c[16, 16] = (half[16, 16]) r;\nfloat d[8] = (float[8]) 1;\n"
+        "int e[16] = bitcast<int>(a);\nhalf f = bitcast<half>((short) 0x3C00);\n"
+        "volatile int v = 1;\nconst volatile float cv = 2;\n"
+    )
+    got = {k: init_of(body, k).ty for k in ("a", "b2", "c", "d", "e", "f")}
+    assert got == {"a": T((16,), FP32), "b2": T((4, 4), FP32), "c": T((16, 16), FP16),
+                   "d": T((8,), FP32), "e": T((16,), INT32), "f": FP16}
+    assert init_of(body, "f").const == 1.0
+    assert init_of(body, "v").const == 1
+
+
+def test_several_kernels_and_helpers_taking_and_returning_tiles() -> None:
+    src = (
+        "__device__ float[N] scale(float x[N], float s) { return x * s; }\n"
+        "__device__ float total(float x[N]) { return x[+]; }\n"
+        "__global__ void first(float* p) {\n"
+        "  float v[N] = scale(*(p + (0 ... N)), 2.0f);\n  *p = total(v);\n}\n"
+        "__global__ void second(float* p, float* q) {\n  *q = total(*(p + (0 ... N)));\n}\n"
+    )
+    unit = tc_lang.frontend(src, {"N": 32}, filename="k.tc")
+    assert [k.name for k in unit.kernels()] == ["first", "second"]
+    scale, total = unit.function("scale"), unit.function("total")
+    assert scale is not None and scale.return_ty == T((32,), FP32)
+    assert total is not None and total.return_ty == FP32
+    assert total.params[0].ty == T((32,), FP32)
+
+
 # ------------------------------------------------------------------------------ negative
 
 
@@ -246,6 +408,26 @@ NEGATIVE = [
     ("break;", "E0210", "'break' outside a loop", "break", "TcSyntaxError"),
     ("int r[TM] = 0 ... n;", "E0403", "bounds of a range must be integer constants", "n;",
      "TcTypeError"),
+    ("int x = get_num_programs(3);", "E0417", "must be 0, 1 or 2, not 3", "3)", "TcTypeError"),
+    ("int x = get_num_programs(n);", "E0403", "the axis of 'get_num_programs' must be an integer"
+     " constant", "n)", "TcTypeError"),
+    ("int o = atomic_cas(q, 1);", "E0402", "'atomic_cas' takes 3 arguments, not 2",
+     "atomic_cas", "TcTypeError"),
+    ("int r[16] = 0 ... 16;\n  int o[16] = atomic_add(q + r, r, r);", "E0409",
+     "a mask must be bool, not 'int[16]'", "r);", "TcTypeError"),
+    ("int r[16] = 0 ... 16;\n  int s[8] = 0 ... 8;\n  *?(r < n) (p + s) = 1.0f;", "E0501",
+     "mask and pointer: cannot broadcast shapes [8] and [16]", "*?(r < n)", "TcShapeError"),
+    ("int r[16] = 0 ... 16;\n  int s[8] = 0 ... 8;\n  float y[16] = max(r, s);", "E0501",
+     "arguments of 'max': cannot broadcast shapes [16] and [8]", "max(r, s)", "TcShapeError"),
+    ("float y = fma(1.0f, 2.0f);", "E0402", "'fma' takes 3 arguments, not 2", "fma",
+     "TcTypeError"),
+    ("__debug_barrier(1);", "E0402", "'__debug_barrier' takes 0 arguments, not 1",
+     "__debug_barrier", "TcTypeError"),
+    ("int x = 1 << 40;", "E0410", "shift by 40 is out of range for 'int'", "1 << 40",
+     "TcTypeError"),
+    ("int r[16] = 0 ... 16;\n  float t[8] = (float[8]) r;", "E0511",
+     "cannot cast a tile of shape [16] to shape [8]", "(float[8]) r", "TcShapeError"),
+    ("float x = exp(p);", "E0401", "'exp' needs a number, not 'float*'", "p)", "TcTypeError"),
 ]
 
 
@@ -267,6 +449,17 @@ def test_unknown_attribute() -> None:
     exc, ds = diags("float* x __attribute__((frob)) = p;")
     assert exc.__name__ == "TcNameError"
     assert ds[0].code == "E0307" and "unknown attribute 'frob'" in ds[0].message
+    assert (ds[0].location.line, ds[0].location.col) == (2, 25), ds[0].render()
+
+
+def test_caret_underlines_the_whole_range() -> None:
+    _, ds = diags("int a[16] = 0 ... 16;\n  int b[8] = 0 ... 8;\n  int c[16] = a + b;")
+    assert ds[0].render().splitlines()[1:3] == [
+        "      int c[16] = a + b;",
+        "                  ^~~~~",
+    ]
+    assert ds[0].render().splitlines()[0] == (
+        "k.tc:4:15: error[E0501]: cannot broadcast shapes [16] and [8] for '+'")
 
 
 UNIT_NEGATIVE = [
@@ -287,6 +480,16 @@ UNIT_NEGATIVE = [
     ("__device__ float f(float x[8]) { return 0; }\n__global__ void t(float* p) { f(p); }\n",
      "E0404", "cannot convert pointer 'float*' to 'float' for argument 1 of 'f'", "p); }"),
     ("__global__ int t() { }\n", "E0407", "kernel 't' must return void, not 'int'", "int t"),
+    ("__global__ void t(float* p __readonly __writeonly) {}\n", "E0415",
+     "'readonly' and 'writeonly' exclude each other", "__writeonly"),
+    ("__global__ void t(int n __noalias) {}\n", "E0415", "'noalias' applies to pointers, not 'int'",
+     "__noalias"),
+    ("__global__ void t(float* p __multipleof(8)) {}\n", "E0415",
+     "'multipleof' applies to integers, not 'float*'", "__multipleof"),
+    ("__global__ void t(float* p __aligned) {}\n", "E0415",
+     "attribute 'aligned' needs a value, e.g. __aligned(16)", "__aligned"),
+    ("__global__ void t(int n __multipleof(n)) {}\n", "E0301", "use of undeclared identifier 'n'",
+     "n)"),
     ("__device__ float f() { return; }\n", "E0407", "'return' without a value", "return;"),
     ("__global__ void t(float* p) { int x = exp; }\n", "E0301",
      "use of undeclared identifier 'exp'", "exp;"),
@@ -302,6 +505,18 @@ def test_unit_diagnostic(src: str, code: str, message: str, at: str) -> None:
     lines = src.splitlines()
     line = next(i for i, text in enumerate(lines, 1) if at in text)
     assert (d.location.line, d.location.col) == (line, lines[line - 1].index(at) + 1), d.render()
+
+
+def test_parameter_attributes_are_kept_with_their_values() -> None:
+    unit = tc_lang.frontend(
+        "__global__ void t(float* p __aligned(16) __noalias __readonly __retune,\n"
+        "                  float* q __writeonly, int n __multipleof(N) __retune) {}\n", {"N": 8})
+    p, q, n = unit.kernels()[0].params
+    assert [(a.name, a.value.const if a.value else None) for a in p.attributes] == [
+        ("aligned", 16), ("noalias", None), ("readonly", None), ("retune", None)]
+    assert [a.name for a in q.attributes] == ["writeonly"]
+    assert [(a.name, a.value.const if a.value else None) for a in n.attributes] == [
+        ("multipleof", 8), ("retune", None)]
 
 
 def test_exp_used_as_a_value_hints_a_call() -> None:

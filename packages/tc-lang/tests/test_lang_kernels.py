@@ -4,7 +4,10 @@ lowering relies on; printing and re-parsing gives the same tree."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+
+import attrs
 
 import pytest
 
@@ -144,3 +147,71 @@ def test_tutorial_matmul_masked_store() -> None:
     assert target.mask.ty == TileType((128, 128), tc_lang.types.BOOL)
     assert target.ty == TileType((128, 128), FP16)
     assert last.expr.value.ty == TileType((128, 128), FP32)
+
+
+def expressions(node: object) -> Iterator[ast.Expr]:
+    """Every expression node under `node` (types, attributes and dimensions included)."""
+    if isinstance(node, ast.Expr):
+        yield node
+    if isinstance(node, ast.Node):
+        for f in attrs.fields(type(node)):
+            if f.name not in ("ty", "const", "loc"):
+                yield from expressions(getattr(node, f.name))
+    elif isinstance(node, tuple):
+        for x in node:
+            yield from expressions(x)
+
+
+@pytest.mark.parametrize(("name", "variant"), CASES)
+def test_every_expression_carries_its_type_and_shape(name: str, variant: str) -> None:
+    unit = compile_kernel(name, variant)
+    exprs = list(expressions(unit))
+    assert len(exprs) > 10
+    untyped = [tc_lang.to_source(e) for e in exprs if e.ty is None]
+    assert not untyped, untyped
+    assert any(isinstance(e.ty, TileType) for e in exprs)
+
+
+# The auto-tuning configurations of tutorial-matrix-multiplication.md and the SIZE list of the
+# vector add in triton-c-language.md: every configuration must check, for both element types.
+AUTOTUNE = [(128, 128, 32), (64, 128, 32), (128, 64, 32), (64, 64, 64), (32, 128, 64),
+            (128, 32, 64), (64, 32, 64), (32, 64, 64)]
+
+
+@pytest.mark.parametrize("config", AUTOTUNE)
+@pytest.mark.parametrize("dtype", ["half", "float"])
+def test_every_autotune_config_of_the_tutorial_matmul(config: tuple[int, int, int],
+                                                      dtype: str) -> None:
+    mb, nb, kb = config
+    defines = {"TYPE": dtype, "MB": str(mb), "NB": str(nb), "KB": str(kb)}
+    unit = tc_lang.frontend((KERNELS / "matmul_autotuned.tc").read_text(), defines)
+    d = decls(unit)
+    el = FP16 if dtype == "half" else FP32
+    assert d["acc"].ty == TileType((mb, nb), FP32)
+    assert d["pa"].ty == TileType((mb, kb), PointerType(el))
+    assert d["pc"].ty == TileType((mb, nb), PointerType(el))
+
+
+@pytest.mark.parametrize("size", [32, 64, 128, 256])
+@pytest.mark.parametrize("dtype", ["float", "half"])
+def test_every_size_of_the_vector_add(size: int, dtype: str) -> None:
+    unit = tc_lang.frontend((KERNELS / "vector_add.tc").read_text(),
+                            {"TYPE": dtype, "SIZE": size})
+    assert decls(unit)["off"].ty == TileType((size,), INT32)
+
+
+def test_parse_and_check_of_the_matmul_is_under_30_ms() -> None:
+    # tools/bench_frontend.py is the full benchmark; this guards the target in CI (median of a
+    # few runs, tables already cached by the tests above or built by this first call).
+    import statistics
+    import time
+
+    pre = tc_lang.preprocess((KERNELS / "matmul_tutorial.tc").read_text(),
+                             DEFINES["matmul_tutorial.tc"]["half"])
+    tc_lang.check(tc_lang.parse(pre))
+    times = []
+    for _ in range(9):
+        t = time.perf_counter()
+        tc_lang.check(tc_lang.parse(pre))
+        times.append((time.perf_counter() - t) * 1000.0)
+    assert statistics.median(times) < 30.0, times

@@ -36,6 +36,14 @@ def shape(e: ast.Expr) -> str:
         return f"(* {m}{shape(e.pointer)})"
     if isinstance(e, ast.Cast):
         return f"(cast {shape(e.operand)})"
+    if isinstance(e, ast.Conditional):
+        return f"({shape(e.cond)} ? {shape(e.then)} : {shape(e.otherwise)})"
+    if isinstance(e, ast.Assign):
+        return f"({shape(e.target)} {e.op} {shape(e.value)})"
+    if isinstance(e, ast.Comma):
+        return "(" + ", ".join(shape(x) for x in e.exprs) + ")"
+    if isinstance(e, ast.SizeOf) and isinstance(e.operand, ast.Expr):
+        return f"(sizeof {shape(e.operand)})"
     return tc_lang.to_source(e)
 
 
@@ -65,6 +73,17 @@ def syntax_error(src: str) -> tc_lang.Diagnostic:
         ("!a == ~b", "((! a) == (~ b))"),
         ("x++ + ++y", "((post++ x) + (pre++ y))"),
         ("a - -b", "(a - (- b))"),
+        ("a = b ? c : d, e", "((a = (b ? c : d)), e)"),
+        ("a || b ? c : d ? e : f", "((a || b) ? c : (d ? e : f))"),
+        ("a += b = c", "(a += (b = c))"),
+        ("c ? a = 1 : b", "(c ? (a = 1) : b)"),
+        ("(int) -x * y", "((cast (- x)) * y)"),
+        ("-(int) x", "(- (cast x))"),
+        ("sizeof x + 1", "((sizeof x) + 1)"),
+        ("a == b < c", "(a == (b < c))"),
+        ("a % b * c / d", "(((a % b) * c) / d)"),
+        ("a - b - c", "((a - b) - c)"),
+        ("x--  - --y", "((post-- x) - (pre-- y))"),
     ],
 )
 def test_precedence(src: str, tree: str) -> None:
@@ -246,6 +265,52 @@ def test_syntax_errors(src: str, line: int, col: int, message: str) -> None:
     assert message in d.message
     assert (d.location.line, d.location.col) == (line, col)
     assert d.code.startswith("E02")
+
+
+@pytest.mark.parametrize(
+    ("src", "code", "line", "col", "message"),
+    [
+        ("__global__ void k() {\n  int x = ;\n}\n", "E0201", 2, 11, "unexpected ';'"),
+        ("// nothing here\n", "E0202", 1, 1, "no kernel in the source"),
+        ("__global__ __device__ void k() {}\n", "E0204", 1, 1,
+         "a function cannot be both __global__ and __device__"),
+        ("__global__ void k(int, float* p) {}\n", "E0205", 1, 19, "parameter needs a name"),
+        ("__global__ void k() {\n  const x = 1;\n}\n", "E0206", 2, 3, "missing type name"),
+        ("__global__ void k() {\n  x = (a + b)(c);\n}\n", "E0207", 2, 8,
+         "only named functions can be called"),
+        ("__global__ void k() {\n  x = \"s\";\n}\n", "E0208", 2, 7,
+         "string literals are not supported in kernels"),
+        ("__global__ void k() {\n  int x = 1uu;\n}\n", "E0209", 2, 11,
+         "invalid integer suffix 'uu'"),
+        ("__global__ void k() {\n  int x = '\\q';\n}\n", "E0209", 2, 11,
+         "unknown escape sequence '\\q'"),
+        ("__global__ void k() {\n  int x = " + "(" * 300 + "1" + ")" * 300 + ";\n}\n",
+         "E0211", 2, 210, "nesting deeper than 200 levels"),
+    ],
+)
+def test_syntax_error_codes(src: str, code: str, line: int, col: int, message: str) -> None:
+    d = syntax_error(src)
+    assert (d.code, d.message, d.location.line, d.location.col) == (code, message, line, col)
+
+
+def test_volatile_and_qualifier_order() -> None:
+    (s,) = body("volatile int* restrict x;")
+    assert isinstance(s, ast.DeclStmt)
+    assert s.decls[0].type.qualifiers == ("volatile", "restrict")
+    (c,) = body("const volatile float y = 1;")
+    assert isinstance(c, ast.DeclStmt) and c.decls[0].type.qualifiers == ("const", "volatile")
+
+
+def test_several_kernels_and_tile_return_type() -> None:
+    unit = tc_lang.parse(
+        "__device__ float[8, 8] t(float x[8, 8]) { return ^x; }\n"
+        "__global__ void a(float* p) {}\n__global__ void b(float* p) {}\n"
+        "void c(float* p) {}\n"
+    )
+    assert [f.name for f in unit.kernels()] == ["a", "b", "c"]
+    helper = unit.function("t")
+    assert helper is not None and helper.kind == "device"
+    assert helper.return_type.dims == (ast.IntLiteral(value=8), ast.IntLiteral(value=8))
 
 
 def test_syntax_error_rendering() -> None:

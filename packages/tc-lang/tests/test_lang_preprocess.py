@@ -61,11 +61,11 @@ def test_include_beside_the_source_and_from_include_dirs(tmp_path: Path) -> None
 
 def test_missing_include_is_an_error_at_its_line() -> None:
     with pytest.raises(TcPreprocessorError) as info:
-        tc_lang.preprocess('int x;\n#include "nope.h"\n', filename="k.tc")
+        tc_lang.preprocess('int x;\n  #include "nope.h"\n', filename="k.tc")
     d = info.value.first
     assert d.code == "E0104"
-    assert "nope.h" in d.message
-    assert (d.location.file, d.location.line) == ("k.tc", 2)
+    assert d.message == "cannot find include file 'nope.h'"
+    assert (d.location.file, d.location.line, d.location.col) == ("k.tc", 2, 3)
 
 
 def test_error_directive_reports_user_line_and_column() -> None:
@@ -82,29 +82,33 @@ def test_error_directive_reports_user_line_and_column() -> None:
 
 def test_unterminated_conditional() -> None:
     with pytest.raises(TcPreprocessorError) as info:
-        tc_lang.preprocess("#if 1\nx\n", filename="k.tc")
-    assert info.value.first.code == "E0107"
-    assert info.value.first.location.line == 1
+        tc_lang.preprocess("x\n  #if 1\nx\n", filename="k.tc")
+    d = info.value.first
+    assert (d.code, d.message) == ("E0107", "unterminated #if 1")
+    assert (d.location.line, d.location.col) == (2, 3)
 
 
 def test_unknown_directive() -> None:
     with pytest.raises(TcPreprocessorError) as info:
-        tc_lang.preprocess("x\n#frobnicate\n", filename="k.tc")
-    assert info.value.first.code == "E0105"
-    assert "frobnicate" in info.value.first.message
+        tc_lang.preprocess("x\n #frobnicate\n", filename="k.tc")
+    d = info.value.first
+    assert (d.code, d.message) == ("E0105", "unknown directive '#frobnicate'")
+    assert (d.location.line, d.location.col) == (2, 3)  # the directive's name
 
 
 def test_macro_argument_count() -> None:
     with pytest.raises(TcPreprocessorError) as info:
-        tc_lang.preprocess("#define F(a, b) a\nF(1)\n", filename="k.tc")
-    assert info.value.first.code == "E0106"
-    assert info.value.first.location.line == 2
+        tc_lang.preprocess("#define F(a, b) a\nint y = F(1);\n", filename="k.tc")
+    d = info.value.first
+    assert (d.code, d.message) == ("E0106", "macro F requires 2 arguments but was passed 1")
+    assert (d.location.line, d.location.col) == (2, 9)
 
 
 def test_bad_define_name() -> None:
     with pytest.raises(TcPreprocessorError) as info:
         tc_lang.preprocess("x", {"not a name": 1})
     assert info.value.first.code == "E0108"
+    assert info.value.first.message == "invalid define name 'not a name'"
 
 
 def test_bytes_input_and_invalid_utf8() -> None:
@@ -186,12 +190,14 @@ def test_parse_without_preprocessing_explains_directives() -> None:
 
 def test_recursive_include(tmp_path: Path) -> None:
     main = tmp_path / "self.tc"
-    src = '#include "self.tc"\n__global__ void k() {}\n'
+    src = 'int a;\n #include "self.tc"\n__global__ void k() {}\n'
     main.write_text(src)
     with pytest.raises(TcPreprocessorError) as info:
         tc_lang.preprocess(src, filename=str(main))
-    assert info.value.first.code == "E0109"
-    assert "include itself" in info.value.first.message
+    d = info.value.first
+    assert d.code == "E0109"
+    assert "include itself" in d.message
+    assert (d.location.file, d.location.line, d.location.col) == (str(main), 2, 2)
 
 
 def test_misplaced_endif() -> None:
@@ -200,3 +206,42 @@ def test_misplaced_endif() -> None:
     d = info.value.first
     assert d.code == "E0101" and d.message == "misplaced #endif"
     assert (d.location.line, d.location.col) == (2, 3)
+
+
+def test_malformed_if_expression_and_misplaced_else() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess("int a;\n#if 1 +\n#endif\n#else\n", filename="k.tc")
+    first, second = info.value.diagnostics[:2]
+    assert first.code == "E0101" and "could not evaluate expression" in first.message
+    assert (first.location.line, first.location.col) == (2, 1)
+    assert (second.code, second.message, second.location.line) == ("E0101", "misplaced #else", 4)
+
+
+def test_if_expressions_use_c_operators_and_defined() -> None:
+    src = ("#if defined(A) && !defined(B) && (A << 2) == 12 && A % 2 ? 1 : 0\nyes\n#else\nno\n"
+           "#endif\n#if defined A || B > 1\nboth\n#endif\n")
+    assert text(src, {"A": 3}) == "yes both"
+    assert text(src, {"A": 3, "B": 1}) == "no both"
+    assert text(src, {"B": 2}) == "no both"
+
+
+def test_error_directive_through_frontend_has_no_traceback() -> None:
+    src = "#ifndef BLOCK\n#error BLOCK must be defined\n#endif\n__global__ void k() {}\n"
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.frontend(src, filename="k.tc")
+    assert str(info.value).splitlines()[0] == (
+        "k.tc:2:1: error[E0103]: #error BLOCK must be defined")
+    assert "Traceback" not in str(info.value)
+    assert tc_lang.frontend(src, {"BLOCK": 4}, filename="k.tc").kernels()[0].name == "k"
+
+
+def test_error_inside_an_included_file_points_at_that_file(tmp_path: Path) -> None:
+    (tmp_path / "lib.h").write_text("__device__ float f(float x) {\n  return x + zz;\n}\n")
+    main = tmp_path / "k.tc"
+    src = '#include "lib.h"\n__global__ void k(float* p) { *p = f(*p); }\n'
+    main.write_text(src)
+    with pytest.raises(tc_lang.TcNameError) as info:
+        tc_lang.frontend(src, filename=str(main))
+    d = info.value.first
+    assert (d.location.file, d.location.line, d.location.col) == (str(tmp_path / "lib.h"), 2, 14)
+    assert str(info.value).splitlines()[1:] == ["      return x + zz;", "                 ^~"]

@@ -367,6 +367,9 @@ class Checker:
                         isinstance(element_of(ty), PointerType):
                     self.type_error("E0415", f"'{a.name}' applies to pointers, not {_q(ty)}",
                                     a.loc)
+                if a.name == "writeonly" and any(b.name == "readonly" for b in attributes):
+                    self.type_error("E0415", "'readonly' and 'writeonly' exclude each other",
+                                    a.loc)
             out.append(attrs.evolve(a, value=value))
         return tuple(out)
 

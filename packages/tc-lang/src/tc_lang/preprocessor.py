@@ -12,6 +12,7 @@ Defines from Python become object-like macros. Their values are C token text: `1
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -188,12 +189,22 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         )
 
     def on_error(self, file: str, line: int, msg: str) -> None:
-        code = "E0101"
+        code, col = "E0101", 0
+        msg = " ".join(msg.split())
         if msg.startswith("Macro ") and "argument" in msg:
             code = "E0106"
+            col = self._call_col(file, line, msg.split()[1])
         elif msg.startswith("Unterminated"):
             code = "E0107"
-        self.tc_error(code, file, line, 0, msg[0].lower() + msg[1:] if msg else msg)
+        self.tc_error(code, file, line, col, msg[0].lower() + msg[1:] if msg else msg)
+
+    def _call_col(self, file: str | None, line: int, name: str) -> int:
+        """1-based column of the invocation `name(` on a line of a user file (0 if not found)."""
+        lines = self.tc_files.get(file or self.tc_filename, "").splitlines()
+        if not 1 <= line <= len(lines):
+            return 0
+        m = re.search(rf"\b{re.escape(name)}\s*\(", lines[line - 1])
+        return m.start() + 1 if m else 0
 
     def on_include_not_found(
         self, is_malformed: bool, is_system_include: bool, curdir: str, includepath: str
