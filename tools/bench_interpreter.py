@@ -1,5 +1,6 @@
 """Times the reference interpreter on the spec's kernels: fused softmax 1823x781 (f32) and the
-tutorial matmul 512x768x896 (f16), checking each result against numpy.
+tutorial matmul 512x768x896 (f16), checking each result against numpy. Each run must take under
+LIMIT_S seconds (issue 4's target on a 2-core CI machine); the exit status is 1 when one does not.
 
     hatch run python tools/bench_interpreter.py [--repeat 3]
 """
@@ -7,6 +8,8 @@ tutorial matmul 512x768x896 (f16), checking each result against numpy.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +20,7 @@ from tc_ir.interpreter import Interpreter
 from tc_ir.lower import lower
 
 KERNELS = Path(__file__).resolve().parents[1] / "packages" / "tc-lang" / "tests" / "kernels"
+LIMIT_S = 10.0
 
 
 def _best(fn: Callable[[], object], repeat: int) -> float:
@@ -61,11 +65,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    print(f"{os.cpu_count()} CPU core(s), numpy {np.__version__}; best of {args.repeat}; limit {LIMIT_S:.0f} s")
+    slowest = 0.0
     t, err = bench_softmax(args.repeat)
+    slowest = max(slowest, t)
     print(f"softmax 1823x781 f32           {t * 1e3:8.1f} ms   max abs error {err:.2e}")
     for mb, nb, kb in ((128, 128, 32), (64, 64, 32), (32, 32, 32)):
         t, err = bench_matmul(args.repeat, mb, nb, kb)
+        slowest = max(slowest, t)
         print(f"matmul 512x768x896 f16 {mb:>3}x{nb:>3}x{kb:<3} {t * 1e3:8.1f} ms   max rel error {err:.2e}")
+    if slowest >= LIMIT_S:
+        print(f"FAIL: a run took {slowest:.1f} s (limit {LIMIT_S:.0f} s)")
+        sys.exit(1)
+    print(f"OK: every run under {LIMIT_S:.0f} s (slowest {slowest * 1e3:.0f} ms)")
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from tc_lang.diagnostics import Location
 
 from tc_ir import ops as O
 from tc_ir.builder import Builder, BuilderError, conversion_kind
+from tc_ir.interpreter import interpret
+from tc_ir.testing import round_trip
 from tc_ir.types import BF16, F16, F32, I1, I8, I32, I64, PointerType, TileType
 
 
@@ -136,6 +139,14 @@ def test_memory_ops() -> None:
         b.load(ptrs, None, other)
     with pytest.raises(BuilderError):
         b.store(ptrs, r)
+    # the built kernel is valid IR that round-trips and runs: x[i] += x[i] twice over, for i < n
+    b.ret()
+    fn = O.Function("k", block, arg_names=["x", "n"])
+    round_trip(fn)
+    data = np.arange(16, dtype=np.float32) - 3
+    want = np.where(np.arange(16) < 10, 2 * data, data)
+    interpret(fn, [data, 10], (1,))
+    np.testing.assert_array_equal(data, want)
 
 
 def test_dot_checks_shapes() -> None:
@@ -162,6 +173,9 @@ def test_structured_control_flow() -> None:
     cond = b.cmp("slt", zero, step)
     iff = b.if_(cond, [I32])
     assert len(iff.regions) == 2 and iff.results[0].type == I32
+    for region, value in zip(iff.regions, (zero, step)):
+        with b.at_end(region):
+            b.yield_([value])
     w = b.while_([zero])
     with b.at_end(w.before):
         b.condition(b.cmp("slt", w.before.args[0], step), [w.before.args[0]])
@@ -169,6 +183,7 @@ def test_structured_control_flow() -> None:
         b.yield_([w.after.args[0]])
     b.ret()
     assert isinstance(block.terminator, O.ReturnOp)
+    round_trip(O.Function("k", block, arg_names=["x", "n"]))
     with pytest.raises(BuilderError):
         b.for_(b.constant(0, I64), zero, step)
 

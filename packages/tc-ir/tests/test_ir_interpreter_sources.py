@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tc_ir.interpreter import AssumptionError, interpret
+from tc_ir.interpreter import AssumptionError, InterpreterError, OutOfBoundsError, interpret
 from tc_ir.ops import Module
 from tc_ir.testing import lower_source
 
@@ -429,3 +429,187 @@ def test_tile_conditions_mask_smaller_loads_and_atomics() -> None:
     want[:n, :n] = col[:, None] + row[None, :]
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(hits, (row > 0).astype(np.int32))
+
+
+# --------------------------------------------------------------------- unsigned values
+
+UNSIGNED = """
+__global__ void k(unsigned* o, float* f, unsigned* umax, unsigned* umin, unsigned* a, unsigned* b) {
+  int r[64] = 0 ... 64;
+  unsigned x[64] = *(a + r);
+  unsigned y[64] = *(b + r);
+  *(o + r) = max(x, y);
+  *(o + 64 + r) = min(x, y);
+  *(o + 128 + r) = x > y;
+  *(o + 192 + r) = x - y;            // wraps modulo 2^32
+  *(o + 256) = x[max];
+  *(o + 257) = x[min];
+  *(f + r) = x;                       // uitofp: values >= 2^31 stay positive
+  atomic_max(umax, x);
+  atomic_min(umin, x);
+}
+"""
+
+
+def test_unsigned_min_max_compare_reduce_convert_and_atomics() -> None:
+    module = lower_source(UNSIGNED)
+    rng = np.random.default_rng(16)
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    a[:4] = [2**32 - 1, 2**31, 0, 5]
+    b[:4] = [1, 2**31 - 1, 2**32 - 1, 5]
+    o = np.zeros(258, np.uint32)
+    f = np.zeros(64, np.float32)
+    umax = np.zeros(1, np.uint32)
+    umin = np.full(1, 2**32 - 1, np.uint32)
+    interpret(module, [o, f, umax, umin, a, b], (1,), source=UNSIGNED)
+    np.testing.assert_array_equal(o[:64], np.maximum(a, b))
+    np.testing.assert_array_equal(o[64:128], np.minimum(a, b))
+    np.testing.assert_array_equal(o[128:192], (a > b).astype(np.uint32))
+    np.testing.assert_array_equal(o[192:256], a - b)
+    assert o[256] == a.max() and o[257] == a.min()
+    np.testing.assert_array_equal(f, a.astype(np.float32))
+    assert umax[0] == a.max() and umin[0] == a.min()
+
+
+# --------------------------------------------------------------- bf16 against torch
+
+BF16 = """
+__global__ void k(bf16* o, float* f, bf16* a, bf16* b, float* w) {
+  int r[16] = 0 ... 16;
+  bf16 x[16] = *(a + r);
+  bf16 y[16] = *(b + r);
+  *(o + r) = x * y + x;                // rounded to bf16 after each op
+  *(o + 16 + r) = x / y;
+  *(o + 32 + r) = *(w + r);            // f32 -> bf16, to nearest even
+  *(o + 48 + r) = exp(y);
+  *(f + r) = x;                        // exact
+  *(f + 16) = x[+];                    // a bf16 sum (accumulated in f32, rounded once)
+  int m[16, 16] = r[:, newaxis] * 16 + r[newaxis, :];
+  bf16 A[16, 16] = *(a + m);
+  bf16 B[16, 16] = *(b + m);
+  *(f + 32 + m) = A @ B;               // fp32 accumulation
+  *(o + 64 + m) = A @ B;
+}
+"""
+
+
+def test_bf16_kernel_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    module = lower_source(BF16)
+    gen = torch.Generator().manual_seed(17)
+    ta = torch.randn(256, generator=gen).to(torch.bfloat16)
+    tb = torch.randn(256, generator=gen).to(torch.bfloat16)
+    tw = torch.randn(16, generator=gen, dtype=torch.float32) * 3
+    tw[:2] = torch.tensor([1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8])  # ties: to even
+
+    def bits(t: Any) -> Any:
+        return t.view(torch.int16).numpy().view(np.uint16).copy()
+
+    def bf16(u: Any) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(u).view(np.int16).copy()).view(torch.bfloat16)
+
+    o = np.zeros(64 + 256, np.uint16)
+    f = np.zeros(32 + 256, np.float32)
+    interpret(module, [o, f, bits(ta), bits(tb), tw.numpy()], (1,), source=BF16)
+    x, y = ta[:16], tb[:16]
+    assert torch.equal(bf16(o[:16]), x * y + x)
+    assert torch.equal(bf16(o[16:32]), x / y)
+    assert torch.equal(bf16(o[32:48]), tw.to(torch.bfloat16))
+    torch.testing.assert_close(bf16(o[48:64]), torch.exp(y.float()).to(torch.bfloat16), rtol=2.0**-7, atol=0)
+    assert torch.equal(torch.from_numpy(f[:16]), x.float())
+    torch.testing.assert_close(torch.tensor(f[16]).to(torch.bfloat16), x.double().sum().to(torch.bfloat16),
+                               rtol=2.0**-8, atol=0)
+    ref = ta.view(16, 16).double() @ tb.view(16, 16).double()
+    torch.testing.assert_close(torch.from_numpy(f[32:]).view(16, 16).double(), ref, rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(bf16(o[64:]).view(16, 16), ref.to(torch.bfloat16), rtol=2.0**-8, atol=1e-5)
+
+
+# ------------------------------------------------ out-of-bounds in 2-D tiles and atomics
+
+OOB_2D = """
+__global__ void k(float* x, float* y, int* hits, int ld) {
+  int pm = get_program_id(0);
+  int pn = get_program_id(1);
+  int r[4] = pm * 4 + 0 ... 4;
+  int c[8] = pn * 8 + 0 ... 8;
+  float t[4, 8] = *(x + r[:, newaxis] * ld + c[newaxis, :]);
+  *(y + r[:, newaxis] * ld + c[newaxis, :]) = t * 2.0f;
+  atomic_add(hits + pm * 4 + 0 ... 4, 1);
+}
+"""
+
+
+def test_out_of_bounds_in_a_2d_tile_and_an_atomic_name_line_program_and_element() -> None:
+    module = lower_source(OOB_2D, filename="oob.tc")
+    ld = 16  # x is an 8 x 16 matrix short of its last 3 elements
+    x = np.arange(8 * ld - 3, dtype=np.float32)
+    y = np.zeros(8 * ld, np.float32)
+    with pytest.raises(OutOfBoundsError) as info:
+        interpret(module, [x, y, np.zeros(8, np.int32), ld], (2, 2), source=OOB_2D)
+    err = info.value
+    # programs run in x-fastest order; (1, 1) is the last and reads rows 4..7, columns 8..15;
+    # the first missing element, row-major in the tile, is row 7 column 13: tile index [3, 5]
+    assert err.program_id == (1, 1) and err.index == (3, 5)
+    text = str(err)
+    assert "oob.tc:7:19" in text and "*(x + r[:, newaxis] * ld + c[newaxis, :])" in text
+    assert "out-of-bounds load in program (1, 1): element [3, 5] of the [4, 8] tile" in text
+    # the earlier programs' stores happened, in full
+    np.testing.assert_array_equal(y.reshape(8, ld)[:4], 2 * x[: 4 * ld].reshape(4, ld))
+    # an atomic past the end of a 6-element buffer: program (1, 0), element [2]
+    x = np.zeros(8 * ld, np.float32)
+    with pytest.raises(OutOfBoundsError) as info:
+        interpret(module, [x, y, np.zeros(6, np.int32), ld], (2, 2), source=OOB_2D)
+    assert info.value.program_id == (1, 0) and info.value.index == (2,)
+    assert "oob.tc:9:3" in str(info.value) and "atomic add" in str(info.value)
+
+
+# ---------------------------------------------------------------- CPU torch tensors
+
+UNMASKED_ADD = """
+__global__ void add(float* z, float* x, float* y) {
+  int off[128] = get_program_id(0) * 128 + 0 ... 128;
+  *(z + off) = *(x + off) + *(y + off);
+}
+"""
+
+
+def test_cpu_torch_tensors_are_arguments_and_bounds_checked() -> None:
+    torch = pytest.importorskip("torch")
+    module = lower_source(UNMASKED_ADD, filename="add.tc")
+    gen = torch.Generator().manual_seed(18)
+    x, y = torch.randn(512, generator=gen), torch.randn(512, generator=gen)
+    z = torch.zeros(512)
+    interpret(module, [z, x, y], (4,), source=UNMASKED_ADD)
+    assert torch.equal(z, x + y)
+    # a view: addresses are the view's, and its whole storage may be touched (as on the GPU)
+    big = torch.zeros(1024)
+    interpret(module, [big[128:], x, y], (4,), source=UNMASKED_ADD)
+    assert torch.equal(big[128:640], x + y) and not big[:128].any() and not big[640:].any()
+    # 300 elements: program 2 reads x past its end, at element [44] of its tile (element 300)
+    with pytest.raises(OutOfBoundsError) as info:
+        interpret(module, [torch.zeros(384), torch.randn(300), torch.randn(384)], (3,), source=UNMASKED_ADD)
+    assert info.value.program_id == (2,) and info.value.index == (44,)
+    assert "add.tc:4:16" in str(info.value) and "buffer 'x' (300 elements" in str(info.value)
+
+
+def test_tensors_off_the_cpu_are_refused() -> None:
+    class Device:
+        type = "cuda"
+
+        def __str__(self) -> str:
+            return "cuda:0"
+
+    class CudaTensor:  # what the interpreter sees of a torch.Tensor on a GPU
+        device = Device()
+
+        def data_ptr(self) -> int:
+            return 1 << 40
+
+        def untyped_storage(self) -> object:
+            raise AssertionError("never read")
+
+    module = lower_source(UNMASKED_ADD)
+    z = np.zeros(128, np.float32)
+    with pytest.raises(InterpreterError, match="argument x of add is a tensor on cuda:0"):
+        interpret(module, [z, CudaTensor(), z], (1,))

@@ -6,7 +6,7 @@ import pytest
 from tc_lang.diagnostics import Location
 
 from tc_ir import ops as O
-from tc_ir.ir_parser import parse_module
+from tc_ir.ir_parser import IRParseError, parse_module
 from tc_ir.types import F32, I1, I32, TileType
 from tc_ir.verifier import IRVerificationError, verify
 
@@ -211,6 +211,68 @@ def test_dominance_use_before_definition_and_outside_region() -> None:
     with pytest.raises(IRVerificationError, match="d.tc:9:1"):
         verify(m)
 
+
+
+def test_dominance_between_sibling_regions_and_of_an_op_over_itself() -> None:
+    # a value of the then-region used in the else-region
+    m = module("""
+    %c = tc.constant {value = true} : i1
+    %r = tc.if %c : i32 ({
+      %a = tc.binary %n, %n {kind = "add"} : i32
+      tc.yield %a
+    }, {
+      tc.yield %n
+    })""")
+    iff = next(op for op in m.functions[0].walk() if isinstance(op, O.IfOp))
+    iff.regions[1].ops[0].operands[0] = iff.regions[0].ops[0].results[0]
+    with pytest.raises(IRVerificationError, match="tc.yield: operand #0 .* outside its region"):
+        verify(m)
+    # an argument of a while's before-region used in its after-region
+    m = module("""
+    %r = tc.while %n : i32 ({
+    ^(%i: i32):
+      %c = tc.cmp %i, %n {predicate = "slt"} : i1
+      tc.condition %c, %i
+    }, {
+    ^(%j: i32):
+      tc.yield %j
+    })""")
+    w = next(op for op in m.functions[0].walk() if isinstance(op, O.WhileOp))
+    w.regions[1].ops[0].operands[0] = w.regions[0].args[0]
+    with pytest.raises(IRVerificationError, match="tc.yield: operand #0 .* outside its region"):
+        verify(m)
+    # an op that uses its own result
+    m = module('    %a = tc.binary %n, %n {kind = "add"} : i32')
+    op = m.functions[0].body.ops[0]
+    op.operands[1] = op.results[0]
+    with pytest.raises(IRVerificationError, match="tc.binary: operand #1 .* before its definition"):
+        verify(m)
+    # the text form refuses the same thing at parse time
+    with pytest.raises(IRParseError, match="undefined value %a"):
+        module("""
+    %c = tc.constant {value = true} : i1
+    %r = tc.if %c : i32 ({
+      %a = tc.binary %n, %n {kind = "add"} : i32
+      tc.yield %a
+    }, {
+      tc.yield %a
+    })""")
+
+
+def test_region_terminators_belong_to_their_op() -> None:
+    fails("""
+    %c = tc.constant {value = true} : i1
+    tc.if %c ({
+      tc.condition %c
+    }, {
+      tc.yield
+    })""", "region must end with tc.yield")
+    fails("""
+    %c0 = tc.constant {value = 0} : i32
+    tc.for %c0, %n, %n ({
+    ^(%k: i32):
+      tc.return
+    })""", "region must end with tc.yield")
 
 def test_all_problems_are_reported_together() -> None:
     text = fails('    %a = tc.binary %n, %n {kind = "fadd"} : i32\n    %b = tc.splat %n : tile<4xf32>',

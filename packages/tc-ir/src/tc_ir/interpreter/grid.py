@@ -31,6 +31,24 @@ def _grid3(grid: int | Sequence[int]) -> tuple[int, int, int]:
     return out[0], out[1], out[2]
 
 
+def _is_tensor(arg: object) -> bool:
+    """A torch-like tensor: `data_ptr()` and `untyped_storage()` (torch is never imported here)."""
+    return callable(getattr(arg, "data_ptr", None)) and callable(getattr(arg, "untyped_storage", None))
+
+
+def _register_tensor(memory: Memory, tensor: Any, what: str, name: str) -> int:
+    """Register the whole storage of a CPU tensor (a view may reach any of it) and return the
+    address of the tensor's first element."""
+    device = getattr(tensor, "device", None)
+    if device is not None and getattr(device, "type", "cpu") != "cpu":
+        raise InterpreterError(f"{what} is a tensor on {device}: the interpreter runs on CPU memory")
+    storage = tensor.untyped_storage()
+    base, nbytes = int(storage.data_ptr()), int(storage.nbytes())
+    if nbytes:
+        memory.register_address(base, nbytes, name, tensor)
+    return int(tensor.data_ptr())
+
+
 class Interpreter:
     """A kernel prepared once for the interpreter (verified unless check=False); call it to run
     a grid.
@@ -53,8 +71,9 @@ class Interpreter:
         self.num_slots = compiler.num_slots
 
     def bind(self, args: Sequence[Any], memory: Memory) -> list[Any]:
-        """Arguments as interpreter values: numpy arrays for pointer arguments are registered in
-        `memory` and passed by address; numbers become the argument's IR type."""
+        """Arguments as interpreter values: numpy arrays and CPU tensors for pointer arguments are
+        registered in `memory` (a tensor with its whole storage) and passed by address; numbers
+        become the argument's IR type."""
         fn = self.function
         params = fn.args
         if len(args) != len(params):
@@ -68,10 +87,12 @@ class Interpreter:
             if isinstance(t, PointerType):
                 if isinstance(arg, np.ndarray):
                     arg = memory.register(arg, name)
+                elif _is_tensor(arg):
+                    arg = _register_tensor(memory, arg, f"argument {name} of {fn.name}", name)
                 if not isinstance(arg, (int, np.integer)) or isinstance(arg, bool):
                     raise InterpreterError(
-                        f"argument {name} of {fn.name} is a pointer ({t}): pass a numpy array or an "
-                        f"integer address, not {type(arg).__name__}"
+                        f"argument {name} of {fn.name} is a pointer ({t}): pass a numpy array, a CPU "
+                        f"tensor or an integer address, not {type(arg).__name__}"
                     )
                 out.append(np.int64(arg))
                 continue
@@ -111,9 +132,10 @@ def interpret(
 ) -> Memory:
     """Run `function` over the whole `grid` (1 to 3 dims) on host memory; returns the memory.
 
-    Pointer arguments are byte addresses into `memory` (numpy arrays passed directly are
-    registered first). `source` (the kernel's source text) lets errors quote the offending line;
-    `allow_raw` lets unregistered addresses reach raw host memory (see `Memory`)."""
+    Pointer arguments are byte addresses into `memory` (numpy arrays and CPU torch tensors passed
+    directly are registered first, so that their accesses are bounds-checked). `source` (the
+    kernel's source text) lets errors quote the offending line; `allow_raw` lets unregistered
+    addresses reach raw host memory (see `Memory`)."""
     if memory is None:
         memory = Memory(allow_raw=allow_raw)
     elif allow_raw:
