@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.autograd import gradcheck
 
 import tc_torch
 
@@ -44,9 +45,14 @@ def _big(device: str) -> bool:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_add(device: str, dtype: torch.dtype) -> None:
     n = 1 << 20 if _big(device) else 3001
-    x = torch.randn(n, device=device).to(dtype)
-    y = torch.randn(n, device=device).to(dtype)
-    assert torch.equal(tc_torch.add(x, y), x + y)
+    x = torch.randn(n, device=device).to(dtype).requires_grad_()
+    y = torch.randn(n, device=device).to(dtype).requires_grad_()
+    z = tc_torch.add(x, y)
+    assert torch.equal(z, x.detach() + y.detach())
+    g = torch.randn(n, device=device).to(dtype)
+    backward(z, g)
+    assert x.grad is not None and y.grad is not None
+    assert torch.equal(x.grad, g) and torch.equal(y.grad, g)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -77,6 +83,20 @@ def test_matmul_variants(device: str, dtype: torch.dtype, ta: bool, tb: bool) ->
     a, b = a.to(dtype), b.to(dtype)  # .to keeps the strides: column-major stays column-major
     c = tc_torch.matmul(a, b)
     close(c, a.double() @ b.double(), dtype, scale=k ** 0.5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ta", [False, True], ids=["a", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["b", "bT"])
+def test_matmul_batched_variants(device: str, dtype: torch.dtype, ta: bool, tb: bool) -> None:
+    z, m, n, k = (3, 300, 264, 200) if _big(device) else (2, 24, 20, 16)
+    a = (torch.randn(z, k, m, device=device).transpose(1, 2) if ta
+         else torch.randn(z, m, k, device=device))
+    b = (torch.randn(z, n, k, device=device).transpose(1, 2) if tb
+         else torch.randn(z, k, n, device=device))
+    a, b = a.to(dtype), b.to(dtype)
+    close(tc_torch.matmul(a, b), a.double() @ b.double(), dtype, scale=k ** 0.5)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -148,6 +168,29 @@ def test_layer_norm(device: str, dtype: torch.dtype) -> None:
         close(got, ref, dtype, scale=scale)
 
 
+def _f64(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+
+
+_TARGET = torch.tensor([2, 0, -100, 4])
+GRADCHECKS: list[tuple[str, Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]] = [
+    ("add", tc_torch.add, (_f64(3, 5), _f64(3, 5))),
+    ("softmax", tc_torch.softmax, (_f64(3, 9),)),
+    ("matmul", tc_torch.matmul, (_f64(2, 4, 3), _f64(3, 5))),
+    ("matmul_tt", lambda a, b: tc_torch.matmul(a.t(), b.t()), (_f64(3, 4), _f64(5, 3))),
+    ("transpose", tc_torch.transpose, (_f64(4, 7),)),
+    ("cross_entropy", lambda x: tc_torch.cross_entropy(x, _TARGET), (_f64(4, 6),)),
+    ("layer_norm", lambda x, w, b: tc_torch.layer_norm(x, 6, w, b, 1e-5),
+     (_f64(4, 6), _f64(6), _f64(6))),
+]
+
+
+@pytest.mark.parametrize("name, op, inputs", GRADCHECKS, ids=[g[0] for g in GRADCHECKS])
+def test_gradcheck_every_op_float64_on_the_interpreter(
+        name: str, op: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...]) -> None:
+    assert gradcheck(op, inputs)
+
+
 @gpu_only
 @pytest.mark.gpu
 def test_tensors_on_different_devices_are_refused() -> None:
@@ -156,6 +199,10 @@ def test_tensors_on_different_devices_are_refused() -> None:
         tc_torch.matmul(x, torch.randn(4, 4))
     with pytest.raises(ValueError, match="same device"):
         tc_torch.add(x.view(-1), torch.randn(16))
+    with pytest.raises(ValueError, match="same device"):
+        tc_torch.cross_entropy(x, torch.tensor([0, 1, 2, 3]))  # targets left on the CPU
+    with pytest.raises(ValueError, match="same device"):
+        tc_torch.layer_norm(x, 4, torch.randn(4, device="cuda"), torch.randn(4))
 
 
 @gpu_only
@@ -185,3 +232,11 @@ def test_ops_under_cuda_graph_capture() -> None:
     torch.cuda.synchronize()
     for got, ref in zip(outs, expected):
         assert torch.equal(got, ref)
+    # the graph reads the inputs' memory: new values in place, one replay, eager results again
+    for v in (x, a, b, w):
+        v.copy_(torch.randn_like(v))
+    graph.replay()
+    fresh = [op() for op in ops]
+    torch.cuda.synchronize()
+    for got, ref, old in zip(outs, fresh, expected):
+        assert torch.equal(got, ref) and not torch.equal(got, old)

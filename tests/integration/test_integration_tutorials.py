@@ -5,6 +5,8 @@ with the `gpu` marker)."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -64,3 +66,32 @@ def test_tutorial_04_matrix_transposition(device: str, monkeypatch: pytest.Monke
     for m, n in ((1, 1), (33, 65), (64, 32)):
         x = torch.randn(m, n, device=device, dtype=torch.bfloat16)
         assert torch.equal(t.transpose(x), x.t())
+
+
+#: Each tutorial's plot name and a line of its correctness check.
+SCRIPTS = {"vector-add": "The maximum difference between torch and tc is 0.0",
+           "softmax": "tc matches torch: True", "matmul": "tc matches torch: True",
+           "transpose": "tc matches torch: True"}
+
+
+@pytest.mark.slow
+def test_run_tutorials_as_scripts_on_the_interpreter(tmp_path: Path) -> None:
+    """What `hatch run tutorials` runs: all four tutorials as scripts (here on the interpreter);
+    each prints its check and its benchmark table and writes the plot as PNG (and the table)."""
+    out = tmp_path / "tutorials"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_tutorials.py"), "--device",
+                           "cpu", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    assert "4/4 tutorials passed" in log
+    sections = log.split("=== ")
+    for name, check_line in SCRIPTS.items():
+        (section,) = [s for s in sections if f"{name}-performance:\n" in s]
+        assert "running on cpu" in section and check_line in section
+        printed = section.split(f"{name}-performance:\n", 1)[1].splitlines()
+        assert "tc" in printed[0].split() and len(printed) >= 3  # the table's header and rows
+        png = out / f"{name}-performance.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        table = (out / f"{name}-performance.csv").read_text().splitlines()
+        assert len(table) >= 3 and "tc" in table[0]  # a header with tc's column, rows of numbers

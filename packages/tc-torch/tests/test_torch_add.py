@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch.autograd import gradcheck
 
 import tc_torch
 
@@ -37,6 +38,26 @@ def test_autograd() -> None:
     loss.backward()
     assert x.grad is not None and torch.equal(x.grad, torch.ones(100))
     assert y.grad is not None and torch.equal(y.grad, torch.ones(100))
+
+
+def test_add_gradcheck_float64() -> None:
+    x = torch.randn(3, 7, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(3, 7, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(tc_torch.add, (x, y))
+    assert gradcheck(lambda v: tc_torch.add(v.t(), v.t()), (torch.randn(
+        5, 5, dtype=torch.float64, requires_grad=True),))  # strided views, a doubled gradient
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_add_autograd_half_types(dtype: torch.dtype) -> None:
+    x = torch.randn(40).to(dtype).requires_grad_()
+    y = torch.randn(40).to(dtype).requires_grad_()
+    g = torch.randn(40).to(dtype)
+    out: Any = tc_torch.add(x, y)
+    assert out.dtype == dtype and torch.equal(out, x.detach() + y.detach())
+    out.backward(g)
+    assert x.grad is not None and y.grad is not None
+    assert x.grad.dtype == dtype and torch.equal(x.grad, g) and torch.equal(y.grad, g)
 
 
 def test_refusals() -> None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch.autograd import gradcheck
 
+import tc_runtime
 import tc_torch
+from tc_torch import library
+from tc_torch.ops import matmul as mm
 from tc_torch.ops.matmul import _layout
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 0.2, torch.float64: 1e-10}
@@ -90,3 +95,76 @@ def test_matmul_expanded_operands_read_in_place() -> None:
     a = row.expand(5, 6)  # row stride 0: every row of A is the same memory
     b = torch.randn(6, 1).expand(6, 4)  # column stride 0
     torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_batched_variants(ta: bool, tb: bool) -> None:
+    """The four variants on batches (each matrix column-major inside a contiguous batch)."""
+    torch.manual_seed(4)
+    a = torch.randn(3, 9, 20).transpose(1, 2) if ta else torch.randn(3, 20, 9)
+    b = torch.randn(3, 11, 9).transpose(1, 2) if tb else torch.randn(3, 9, 11)
+    assert _layout(a)[1] == ta and _layout(b)[1] == tb
+    torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)
+
+
+def test_matmul_other_layouts_are_copied() -> None:
+    a = torch.randn(20, 30)[:, ::2]  # neither dimension unit-stride: copied, then variant "a"
+    b = torch.randn(3, 15, 7)[:, :, :5]  # a batch of row-major slices, row stride 7 passed as is
+    assert _layout(a)[0].is_contiguous() and not _layout(b)[1] and _layout(b)[2] == 7
+    torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)
+
+
+def test_matmul_gradcheck_transposed_variants() -> None:
+    a = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: tc_torch.matmul(a.t(), b.t()), (a, b))
+    a3 = torch.randn(2, 5, 6, dtype=torch.float64, requires_grad=True)
+    b3 = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: tc_torch.matmul(a.transpose(1, 2), b), (a3, b3))
+
+
+def test_matmul_grouped_ordering_over_several_groups() -> None:
+    """More than GROUP_SIZE rows of tiles and a partial last group: every tile written once."""
+    m = 10 * 32 + 5  # 11 row tiles of 32 (CPU_CONFIG): a group of 8 and a partial group of 3
+    assert int(mm.CPU_CONFIG.defines["MB"]) == 32
+    a = torch.randint(-3, 4, (m, 24)).double()
+    b = torch.randint(-3, 4, (24, 70)).double()  # 3 column tiles
+    assert torch.equal(tc_torch.matmul(a, b), a @ b)
+
+
+def test_matmul_is_auto_tuned_per_shape(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """With several configurations the runtime tunes once per (M, N, K) (on the interpreter it
+    checks that they agree and keeps the first), and the result is right for each shape."""
+    cfgs = [mm._cfg(32, 32, 16, 4, 1), mm._cfg(16, 64, 8, 2, 1)]
+    monkeypatch.setattr(mm, "configs_for", lambda dtype, device: cfgs)
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    for m, n, k in ((40, 24, 20), (40, 24, 20), (17, 70, 33)):
+        a = torch.randint(-3, 4, (m, k)).float()
+        b = torch.randint(-3, 4, (k, n)).float()
+        assert torch.equal(tc_torch.matmul(a, b), a @ b)
+    err = capsys.readouterr().err
+    assert err.count("kernel 'matmul' (M=40, N=24, K=20): using") == 1
+    assert err.count("kernel 'matmul' (M=17, N=70, K=33): using") == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CUDA device the kernel gets the dtype's configuration list and the key (M, N, K)
+    (checked without a GPU: tc.kernel is recorded, not called)."""
+    calls: list[dict[str, Any]] = []
+
+    def fake_kernel(*args: object, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return object()
+
+    monkeypatch.setattr(library, "_kernels", {})
+    monkeypatch.setattr(tc_runtime, "kernel", fake_kernel)  # what library calls
+    mm.kernel_for(dtype, True, False, torch.device("cuda", 0))
+    (kw,) = calls
+    assert kw["autotune_key"] == ["M", "N", "K"]
+    expected = mm.FMA_CONFIGS if dtype == torch.float32 else mm.TENSOR_CORE_CONFIGS
+    assert kw["autotune_configs"] == expected and len(expected) > 1
+    assert kw["defines"]["USE_A"] == "^a" and kw["defines"]["USE_B"] == "b"
