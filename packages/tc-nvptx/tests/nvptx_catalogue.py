@@ -7,6 +7,7 @@ result). Not a test module itself: tests import it after putting this folder on 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,18 +19,24 @@ import numpy as np
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
 DEFINES: dict[str, dict[str, dict[str, Any]]] = json.loads((KERNELS / "defines.json").read_text())
 
-Arg = Union[np.ndarray[Any, Any], int]
+Arg = Union[np.ndarray[Any, Any], int, float]
+Array = np.ndarray[Any, Any]
 
 
 @attrs.frozen
 class Launch:
-    """Arguments (arrays are device buffers, ints are scalars), the grid, the indices of the
-    arrays to compare afterwards, and whether they must match bit for bit."""
+    """Arguments (arrays are device buffers, ints and floats are scalars), the grid, the indices
+    of the arrays to compare afterwards, and whether they must match bit for bit (integer arrays
+    always do). `view(i, array)`, when given, maps output i (the GPU's and the interpreter's
+    alike) to what is compared: a slice, bf16 bits as float32 values, ...; `tolerance` (rtol,
+    atol) replaces the dtype's default for inexact comparisons."""
 
     args: list[Arg]
     grid: tuple[int, ...]
     outputs: tuple[int, ...]
     exact: bool
+    view: Callable[[int, Array], Array] | None = None
+    tolerance: tuple[float, float] | None = None
 
 
 @attrs.frozen
@@ -173,6 +180,15 @@ def _fixed(arrays: Callable[[], list[Arg]], outputs: tuple[int, ...], exact: boo
     return make
 
 
+def _scaled(build: Callable[[str], Launch]) -> Callable[[np.random.Generator, str], Launch]:
+    """A kernel without sizes (no program id, fixed tiles): other scalar values per scale."""
+
+    def make(rng: np.random.Generator, scale: str) -> Launch:
+        return build(scale)
+
+    return make
+
+
 SIGNED = """
 __global__ void k(int* o, unsigned* u, float* f, int a, unsigned b) {
   *o = a / 3;        *(o + 1) = a >> 1;   *(o + 2) = a % 4;
@@ -279,24 +295,218 @@ def _math(rng: np.random.Generator, n: int) -> Launch:
     return Launch([np.zeros(4 * n, np.float32), x, n], (-(-n // 256),), (0,), False)
 
 
-def _reduce_axes(rng: np.random.Generator, _n: int) -> Launch:
-    x = _rand(rng, (32, 64), np.float32)
-    return Launch([np.zeros(32, np.float32), np.zeros(64, np.float32), x, 64], (1,), (0, 1), False)
+def _reduce_axes(rng: np.random.Generator, ld: int) -> Launch:
+    # one unmasked 32 x 64 tile read out of a wider matrix: a leading dimension that is not a
+    # multiple of the tile
+    x = _rand(rng, (32, ld), np.float32)
+    return Launch([np.zeros(32, np.float32), np.zeros(64, np.float32), x, ld], (1,), (0, 1), False)
+
+
+def _signedness(scale: str) -> Launch:
+    a, b = (-7, 0xFFFFFFF0) if scale == "odd" else (-(2**31) + 5, 0x80000001)
+    # no program id: every program writes the same values
+    arrays: list[Arg] = [np.zeros(4, np.int32), np.zeros(4, np.uint32), np.zeros(2, np.float32), a, b]
+    return Launch(arrays, (1,) if scale == "odd" else (8,), (0, 1, 2), True)
+
+
+def _nested_loops(scale: str) -> Launch:
+    # odd: returns from inside the loop at i == 1; large: the loop runs out and o[4] is written
+    return Launch([np.zeros(5, np.int32), 1 if scale == "odd" else 7], (1,) if scale == "odd" else (8,),
+                  (0,), True)
+
+
+def _helpers(scale: str) -> Launch:
+    return Launch([np.zeros(16, np.float32), np.zeros(1, np.int32), -5 if scale == "odd" else 9],
+                  (1,) if scale == "odd" else (8,), (0, 1), True)
+
+
+# ------------------------------------------------- the interpreter suite's own source kernels
+
+
+def _load_suite() -> Any:
+    path = Path(__file__).resolve().parents[2] / "tc-ir" / "tests" / "test_ir_interpreter_sources.py"
+    spec = importlib.util.spec_from_file_location("_tc_ir_interpreter_sources", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SUITE = _load_suite()
+
+#: Scalar atomics whose old value is used: each program takes a ticket (the counter's old value,
+#: broadcast to the whole program), marks it taken and adds it to a total, then adds a row of
+#: floats into shared sums. The outputs are order-independent: the counter ends at P, every ticket
+#: 0 .. P-1 is taken exactly once, the total is P(P-1)/2; the float sums differ by rounding only.
+TICKETS = """
+__global__ void k(int* count, int* taken, int* total, float* fsum, float* x, int n) {
+  int pid = get_program_id(0);
+  int old = atomic_add(count, 1);
+  atomic_add(taken + old, 1);
+  atomic_add(total, old);
+  int r[32] = 0 ... 32;
+  bool m[32] = pid * 32 + r < n;
+  atomic_add(fsum + r, *?(m)(x + pid * 32 + r), m);
+}
+"""
+
+
+def _tickets(rng: np.random.Generator, n: int) -> Launch:
+    p = -(-n // 32)
+    x = _rand(rng, n, np.float32)
+    arrays: list[Arg] = [np.zeros(1, np.int32), np.zeros(p, np.int32), np.zeros(1, np.int32),
+                         np.zeros(32, np.float32), x, n]
+    # float sums of up to P terms in any order: an absolute tolerance for sums near zero
+    return Launch(arrays, (p,), (0, 1, 2, 3), False, tolerance=(1e-4, 1e-3))
+
+
+def _atomics(rng: np.random.Generator, n: int) -> Launch:
+    p = -(-n // 64)
+    data = rng.integers(-500, -10, n).astype(np.int32)
+    data[::7] = rng.integers(-(2**31), 2**31, len(data[::7]), dtype=np.int64).astype(np.int32)
+    f = _rand(rng, n, np.float32)
+    arrays: list[Arg] = [np.zeros(16, np.int32), data, np.full(64, -np.inf, np.float32),
+                         np.array([-(2**31)], np.int32), f, np.zeros(1, np.int32), np.zeros(1, np.int32), n]
+    # histogram, integer and float maxima, the lock (released: 0) and the counter it guards
+    # (P(P+1)/2): all independent of the order the programs run in
+    return Launch(arrays, (p,), (0, 2, 3, 5, 6), True)
+
+
+def _guarded(rng: np.random.Generator, n: int) -> Launch:
+    row = _rand(rng, n, np.float32)  # exact-size buffers: no lane may read beyond n
+    col = _rand(rng, n, np.float32) * 10
+    return Launch([np.zeros((8, 8), np.float32), row, col, np.zeros(n, np.int32), n], (1,), (0, 3), True)
+
+
+def _unsigned(rng: np.random.Generator, scale: str) -> Launch:
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    if scale == "odd":
+        a[:4] = [2**32 - 1, 2**31, 0, 5]
+        b[:4] = [1, 2**31 - 1, 2**32 - 1, 5]
+    else:  # values around 2^31 (sign bit) and 2^24 (float rounding)
+        a[::2] = (2**31 + rng.integers(-64, 64, 32)).astype(np.uint32)
+        a[1::4] = (2**24 + rng.integers(-8, 8, 16)).astype(np.uint32)
+    arrays: list[Arg] = [np.zeros(258, np.uint32), np.zeros(64, np.float32), np.zeros(1, np.uint32),
+                         np.full(1, 2**32 - 1, np.uint32), a, b]
+    return Launch(arrays, (1,), (0, 1, 2, 3), True)
+
+
+def _bf16_bits(x: Array) -> Array:
+    """float32 -> bf16 bit patterns, rounded to nearest even."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint16)
+
+
+def _bf16_values(i: int, a: Array) -> Array:
+    if a.dtype == np.uint16:
+        return (a.astype(np.uint32) << 16).view(np.float32)
+    return a
+
+
+def _bf16_rounded_elementwise(i: int, a: Array) -> Array:
+    # o[:48]: x * y + x, x / y, f32 -> bf16 (correctly rounded, so bit for bit); f[:16]: bf16 -> f32
+    return a[:48] if i == 0 else a[:16]
+
+
+def _bf16(exact: bool) -> Callable[[np.random.Generator, str], Launch]:
+    def make(rng: np.random.Generator, scale: str) -> Launch:
+        a = _bf16_bits(rng.standard_normal(256).astype(np.float32) * (1 if scale == "odd" else 8))
+        b = _bf16_bits(rng.standard_normal(256).astype(np.float32) * (1 if scale == "odd" else 8))
+        w = (rng.standard_normal(16) * 3).astype(np.float32)
+        w[:2] = [1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8]  # ties: to even
+        arrays: list[Arg] = [np.zeros(64 + 256, np.uint16), np.zeros(32 + 256, np.float32), a, b, w]
+        if exact:
+            return Launch(arrays, (1,), (0, 1), True, view=_bf16_rounded_elementwise)
+        # everything as values: exp is approximate, the f32 sums may be ordered differently and
+        # round to a neighbouring bf16
+        return Launch(arrays, (1,), (0, 1), False, view=_bf16_values, tolerance=(2.0**-7, 1e-5))
+
+    return make
+
+
+def _loops(rng: np.random.Generator, p: int) -> Launch:
+    n = 9 if p < 100 else 37
+    x = _rand(rng, (p, n), np.float32)
+    x[::5] = -5.0  # rows with no element above the threshold
+    arrays: list[Arg] = [np.zeros(p, np.int32), np.zeros(p, np.int32), np.zeros(p, np.int32), x, n, 1.0]
+    return Launch(arrays, (p,), (0, 1, 2), True)
+
+
+def _forever(rng: np.random.Generator, p: int) -> Launch:
+    n = 4 if p < 100 else 301
+    x = rng.uniform(0.0, p * 0.25 - 1.0, n).astype(np.float32) if p >= 100 else \
+        np.array([0.1, 0.3, 0.6, 0.9], np.float32)
+    return Launch([np.zeros(3 * p, np.int32), x, n], (p,), (0,), True)
+
+
+def _integers(rng: np.random.Generator, n: int) -> Launch:
+    a = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    a[:4] = [-7, 7, -(2**31), -1]
+    b = rng.integers(-1000, 1000, n).astype(np.int32)
+    b[b == 0] = 3
+    b[b == -1] = 5  # INT_MIN / -1 overflows (undefined in C)
+    b[:4] = [2, -2, 7, 5]
+    s = rng.integers(0, 32, n).astype(np.int32)
+    c = rng.integers(-128, 128, n).astype(np.int8)
+    arrays: list[Arg] = [np.zeros(5 * n, np.int32), np.zeros(4 * n, np.uint32), a, b, s, c, n]
+    return Launch(arrays, (1,), (0, 1), True)
+
+
+def _math_full(dtype: Any) -> Callable[[np.random.Generator, int], Launch]:
+    def build(rng: np.random.Generator, n: int) -> Launch:
+        x = rng.uniform(0.1, 8.0, n).astype(dtype)
+        y = rng.uniform(-4.0, 4.0, n).astype(dtype)
+        return Launch([np.zeros(16 * n, dtype), x, y, n], (1,), (0,), False)
+
+    return build
+
+
+def _tiles_3d(dtype: Any, a: int, b: int, c: int) -> Callable[[np.random.Generator, int], Launch]:
+    def build(rng: np.random.Generator, p: int) -> Launch:
+        x = (rng.standard_normal((p, a, b, c)) * 10).astype(dtype)
+        out = np.zeros(p * (3 * b * c + 3 * a * c + 3 * a * b), dtype)
+        return Launch([out, x], (p,), (0,), dtype != np.float16)
+
+    return build
+
+
+def _facts(rng: np.random.Generator, p: int) -> Launch:
+    ld = 8 if p < 100 else 24
+    return Launch([np.zeros(p * ld, np.float32), ld], (p,), (0,), True)
 
 
 def suite_cases() -> list[Case]:
     return [
-        Case("signedness", SIGNED, {}, _fixed(
-            lambda: [np.zeros(4, np.int32), np.zeros(4, np.uint32), np.zeros(2, np.float32), -7, 0xFFFFFFF0],
-            (0, 1, 2))),
-        Case("nested_loops_return", LOOPS, {}, _fixed(lambda: [np.zeros(5, np.int32), 1], (0,))),
-        Case("device_helpers", HELPERS, {"BLOCK": 16}, _fixed(
-            lambda: [np.zeros(16, np.float32), np.zeros(1, np.int32), -5], (0, 1))),
+        Case("signedness", SIGNED, {}, _scaled(_signedness)),
+        Case("nested_loops_return", LOOPS, {}, _scaled(_nested_loops)),
+        Case("device_helpers", HELPERS, {"BLOCK": 16}, _scaled(_helpers)),
+        # no arguments and fixed tiles: one launch at both scales
         Case("reductions_3d", REDUCE3, {}, _fixed(
             lambda: [np.zeros(3, np.float32), np.zeros(1, np.int32)], (0, 1))),
         Case("int_ops", INT_OPS, {"BLOCK": 128}, _sized(1000, (1 << 16) + 3, _int_ops)),
         Case("math", MATH, {"BLOCK": 256}, _sized(999, (1 << 16) + 1, _math)),
-        Case("reduce_axes", REDUCE_AXES, {"TM": 32, "TN": 64}, _sized(1, 1, _reduce_axes)),
+        Case("reduce_axes", REDUCE_AXES, {"TM": 32, "TN": 64}, _sized(67, 4096 + 3, _reduce_axes)),
+        Case("atomic_tickets", TICKETS, {}, _sized(37, 32 * 2000 + 5, _tickets)),
+        Case("atomics", SUITE.ATOMICS, {}, _sized(1000, 64 * 1500 + 33, _atomics)),
+        Case("guarded_atomics", SUITE.GUARDED, {}, _sized(5, 8, _guarded)),
+        Case("unsigned", SUITE.UNSIGNED, {}, _unsigned),
+        Case("bf16", SUITE.BF16, {}, _bf16(False)),
+        Case("bf16_rounding", SUITE.BF16, {}, _bf16(True)),
+        Case("loops_while_do_break_continue", SUITE.LOOPS, {}, _sized(12, 1000, _loops)),
+        Case("for_forever", SUITE.FOREVER, {}, _sized(5, 1000, _forever)),
+        Case("integers", SUITE.INTEGERS, {"BLOCK": 1024}, _sized(300, 1024, _integers)),
+        Case("math_full[float]", SUITE.MATH, {"TYPE": "float", "BLOCK": 256},
+             _sized(200, 256, _math_full(np.float32))),
+        Case("math_full[half]", SUITE.MATH, {"TYPE": "half", "BLOCK": 256},
+             _sized(200, 256, _math_full(np.float16))),
+        Case("tiles_3d[int]", SUITE.TILES_3D, {"TYPE": "int", "A": 2, "B": 4, "C": 8},
+             _sized(3, 1000, _tiles_3d(np.int32, 2, 4, 8))),
+        Case("tiles_3d[half]", SUITE.TILES_3D, {"TYPE": "half", "A": 2, "B": 4, "C": 8},
+             _sized(3, 1000, _tiles_3d(np.float16, 2, 4, 8))),
+        Case("tiles_3d[float]", SUITE.TILES_3D, {"TYPE": "float", "A": 4, "B": 8, "C": 16},
+             _sized(3, 1000, _tiles_3d(np.float32, 4, 8, 16))),
+        Case("facts", SUITE.FACTS, {}, _sized(4, 1000, _facts)),
     ]
 
 

@@ -191,12 +191,27 @@ def lower_reduce(ctx: Ctx, op: ReduceOp) -> None:
             _store_shared(ctx, base, elem, ctx.b.add(slot_base, index(k)), v)
         ctx.barrier()
         out = {}
-        for k in partial:
-            acc = None
-            for w in range(dw):
-                x = _load_shared(ctx, base, elem, ctx.b.add(index(k), ir.Constant(I32, w * numel)))
-                acc = x if acc is None else combine(ctx, kind, acc, x)
-            out[k] = acc
+        if not res_shape:
+            # a scalar result (every lane wants the same value): lane l reads warp (l mod dw)'s
+            # partial and a butterfly over dw lanes combines them, so every lane ends with the
+            # same value (the butterfly is symmetric) from one load and 2 log2(dw) instructions,
+            # instead of dw loads and dw - 1 combines. (With a tile result, neighbouring lanes
+            # hold different elements, so they cannot be combined by shuffles.)
+            own = ctx.b.mul(ctx.lane_part(1, dw), ir.Constant(I32, numel))
+            for k in partial:
+                x = _load_shared(ctx, base, elem, ctx.b.add(index(k), own))
+                step = 1
+                while step < dw:
+                    x = combine(ctx, kind, x, _shuffle_xor(ctx, x, step))
+                    step *= 2
+                out[k] = x
+        else:
+            for k in partial:
+                acc = None
+                for w in range(dw):
+                    x = _load_shared(ctx, base, elem, ctx.b.add(index(k), ir.Constant(I32, w * numel)))
+                    acc = x if acc is None else combine(ctx, kind, acc, x)
+                out[k] = acc
         partial = out  # type: ignore[assignment]
     if isinstance(res_t, TileType):
         ctx.values[op.result] = TileVal(ctx.map_of(res_t), partial, res_t.element)

@@ -1,0 +1,194 @@
+"""The pass manager's verification after each pass and TC_DUMP_IR=all; convert_layout insertion
+(reduction -> store) and removal (identities, chains); barriers of a pipelined loop; shared memory
+reused across disjoint lifetimes; the register limit as a typed error."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import tc_lang
+from tc_ir import parse_module, print_module
+from tc_ir.lower import lower
+from tc_ir.ops import ConvertLayoutOp, MakeRangeOp, Module, ReduceOp
+from tc_ir.testing import filecheck
+from tc_ir.verifier import verify
+from tc_lang.diagnostics import TcResourceError
+from tc_opt import (
+    Canonicalize,
+    CompileOptions,
+    DeadCodeElimination,
+    Pass,
+    PassManager,
+    PassVerificationError,
+    RemoveTrivialConverts,
+    ResourceLimitError,
+    allocate,
+    gpu_pipeline,
+)
+from tc_opt.pass_manager import module_text
+from tc_opt.resources import check_registers
+from tc_opt.shared_alloc import scratch_bytes
+
+KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
+
+ADD = """
+__global__ void add(float* z, float* x, int n) {
+  int off[128] = get_program_id(0) * 128 + (0 ... 128);
+  bool m[128] = off < n;
+  *?(m)(z + off) = *?(m)(x + off) * 2.0f;
+}
+"""
+
+
+def _lower(src: str, **defines: object) -> Module:
+    return lower(tc_lang.frontend(src, dict(defines)))  # type: ignore[arg-type]
+
+
+class DropRange(Pass):
+    """A broken pass: deletes the make_range whose result is still used."""
+
+    name = "drop-range"
+
+    def run(self, module: Module) -> None:
+        op = next(o for o in module.walk() if isinstance(o, MakeRangeOp))
+        assert op.parent is not None
+        op.parent.remove(op)
+
+
+def test_the_ir_is_verified_after_every_pass() -> None:
+    m = _lower(ADD)
+    with pytest.raises(PassVerificationError) as info:
+        PassManager([Canonicalize(), DropRange(), DeadCodeElimination()]).run(m)
+    assert info.value.pass_name == "drop-range" and "drop-range" in str(info.value)
+    assert "tc.load" in info.value.ir  # the IR after the broken pass, for the bug report
+    # without verification the broken module goes through unnoticed
+    PassManager([DropRange()], verify=False).run(_lower(ADD))
+
+
+def test_tc_dump_ir_all_prints_after_every_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TC_DUMP_IR", "all")
+    out = io.StringIO()
+    pm = gpu_pipeline(CompileOptions())
+    pm.stream = out
+    pm.run(_lower(ADD))
+    text = out.getvalue()
+    for name in pm.names:
+        assert f"// ----- IR after {name} -----" in text
+    assert text.count("// ----- IR after") == len(pm.names)
+
+
+REDUCE = """
+__global__ void k(float* rows, float* x) {
+  int rm[32] = 0 ... 32;
+  int rn[64] = 0 ... 64;
+  float t[32, 64] = *(x + rm[:, newaxis] * 64 + rn[newaxis, :]);
+  *(rows + rm) = t[:, +];
+}
+"""
+
+
+def test_convert_layout_is_inserted_between_a_reduction_and_a_store() -> None:
+    m = _lower(REDUCE)
+    gpu_pipeline(CompileOptions()).run(m)
+    verify(m)
+    # the row sums come out of the reduction sliced from the 2-D layout; the store of 32 floats
+    # uses the 1-D blocked layout of rows + rm: one convert between them
+    filecheck(module_text(m), """
+CHECK: tc.load {{.*}} : tile<32x64xf32, #blocked<
+CHECK: %[[S:[0-9]+]] = tc.reduce {{.*}} {kind = "fadd", axis = 1} : tile<32xf32, #slice<dim=1
+CHECK-NEXT: %[[C:[0-9]+]] = tc.convert_layout %[[S]] : tile<32xf32, #blocked<
+CHECK-NEXT: tc.store {{.*}}, %[[C]]
+""")
+    (cvt,) = [op for op in m.walk() if isinstance(op, ConvertLayoutOp)]
+    assert scratch_bytes(cvt) == 32 * 4  # it goes through shared memory
+
+
+B1 = "#blocked<spt=[1], tpw=[32], wpc=[4], order=[0]>"
+B4 = "#blocked<spt=[4], tpw=[32], wpc=[1], order=[0]>"
+CONVERTS = f"""module {{
+  tc.func global @k(%o: ptr<i32>) {{
+    %r = tc.make_range {{start = 0, end = 128}} : tile<128xi32, {B1}>
+    %a = tc.convert_layout %r : tile<128xi32, {B1}>
+    %b = tc.convert_layout %a : tile<128xi32, {B4}>
+    %c = tc.convert_layout %b : tile<128xi32, {B1}>
+    %p = tc.splat %o : tile<128xptr<i32>, {B4}>
+    %q = tc.addptr %p, %b : tile<128xptr<i32>, {B4}>
+    tc.store %q, %b
+    %p1 = tc.splat %o : tile<128xptr<i32>, {B1}>
+    %q1 = tc.addptr %p1, %c : tile<128xptr<i32>, {B1}>
+    tc.store %q1, %c
+    tc.return
+  }}
+}}
+"""
+
+
+def test_identity_converts_and_round_trips_are_removed() -> None:
+    m = parse_module(CONVERTS)
+    verify(m)
+    RemoveTrivialConverts().run(m)
+    DeadCodeElimination().run(m)
+    verify(m)
+    text = print_module(m)
+    # %a (to its own layout) goes; %c (back to %r's layout through %b) becomes %r itself;
+    # the one real change of layout, %b, stays
+    filecheck(text, """
+CHECK: %r = tc.make_range
+CHECK-NEXT: %b = tc.convert_layout %r : tile<128xi32, #blocked<spt=[4]
+CHECK: tc.store %q, %b
+CHECK: %q1 = tc.addptr %p1, %r
+CHECK-NEXT: tc.store %q1, %r
+""")
+    assert text.count("tc.convert_layout") == 1
+
+
+SPEC9 = tuple(None if i in (3, 4, 5) else "divisible_by_16" for i in range(9))
+
+
+def test_pipelined_loop_waits_then_synchronizes_before_reusing_a_slot() -> None:
+    from tc_nvptx.compiler import frontend_module
+
+    src = (KERNELS / "matmul_tutorial.tc").read_text()
+    m = frontend_module(src, {"TYPE": "half", "MB": 64, "NB": 64, "KB": 32}, None, "mt.tc")
+    gpu_pipeline(CompileOptions(num_stages=3, specialization=SPEC9)).run(m)  # type: ignore[arg-type]
+    # in the loop: wait for the oldest stage, a barrier (its data is visible to every thread and
+    # every thread is done reading the slot about to be overwritten), then the next copies, then
+    # the reads of the ready slot for the dot; after the loop, a wait for every copy
+    filecheck(module_text(m), """
+CHECK: tc.for
+CHECK: tc.async_wait {pending = 1}
+CHECK-NEXT: tc.barrier
+CHECK: tc.async_copy
+CHECK: tc.async_commit_group
+CHECK: tc.local_load
+CHECK: tc.dot
+CHECK: tc.yield
+CHECK-NEXT: })
+CHECK-NEXT: tc.async_wait{{$}}
+""")
+
+
+def test_scratch_of_disjoint_lifetimes_shares_memory() -> None:
+    src = REDUCE.replace("*(rows + rm) = t[:, +];", "*(rows + rm) = t[:, +];\n  *(rows + 32 + rm) = t[:, max];")
+    m = _lower(src)
+    gpu_pipeline(CompileOptions()).run(m)
+    f = m.functions[0]
+    users = [op for op in f.walk() if isinstance(op, (ConvertLayoutOp, ReduceOp)) and scratch_bytes(op)]
+    assert len(users) >= 2
+    alloc = allocate(f)
+    assert all(alloc.offsets[op] == 0 for op in users)  # each lives for its own op only
+    assert alloc.size == max(scratch_bytes(op) for op in users) < sum(scratch_bytes(op) for op in users)
+    assert m.attributes["shared_bytes"] == alloc.size
+
+
+def test_too_many_registers_is_a_typed_error() -> None:
+    check_registers(255, 8, "sm_90")  # 255 x 256 threads fits the 64 K register file
+    check_registers(128, 16, "sm_80")
+    with pytest.raises(TcResourceError) as info:
+        check_registers(255, 16, "sm_80")
+    e = info.value
+    assert isinstance(e, ResourceLimitError)
+    assert (e.resource, e.needed, e.limit, e.unit) == ("registers", 255 * 512, 65536, "32-bit registers")
+    assert "num_warps" in e.hint and "E0702" in str(e)
