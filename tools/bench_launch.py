@@ -151,6 +151,10 @@ def main() -> int:
     stream_fn = k._stream_fn
     measure("  part: current stream", lambda: lambda: stream_fn(0))
     measure("  part: Function.launch", lambda: lambda: v.function.launch(1, 1, 1, 0, v.packer))
+    lookup, run, packed = k._lookup, v.run, (zp, xp, yp, N)
+    measure("  part: look-up function (key + dict)", lambda: lambda: lookup(zp, xp, yp, N))
+    measure("  part: variant launch closure (pack + launch)",
+            lambda: lambda: run(packed, 1, 1, 1, 0))
     cu = driver._module()
     fn = v.function
     s0 = driver.stream_object(0)

@@ -8,7 +8,10 @@ Sections (each guarded, so one failure still prints the table):
   1. pytest -m gpu over packages/ and tests/integration
   2. vector add for every N in 1..4097 and 2**27 + 1, float and half, equal to torch's x + y
   3. bandwidth at N = 2**27 float: tc vs torch (and Triton's tutorial-style add when triton imports)
-  4. host overhead of one launch, the tutorials
+  4. host overhead of one launch; tc_runtime's launch against Triton and CuPy, cached kernels
+  5. softmax (tools/bench_softmax.py) and the other memory-bound kernels (tools/bench_memory.py)
+     against torch and Triton peers; compile and disk-cache times
+  6. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -94,7 +97,9 @@ def run_pytest(r: Report) -> None:
     targets = [str(p) for p in sorted((ROOT / "packages").glob("*/tests"))]
     targets.append(str(ROOT / "tests" / "integration"))
     cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-p", "no:cacheprovider",
-           "--timeout=300", *targets]
+           "--timeout=120", "--timeout-method=thread", *targets]
+    # a kernel that hangs blocks inside the driver, where no signal reaches it: the thread method
+    # ends the worker process (xdist reports the test as failed and starts a new worker)
     # the interpreter side of the GPU-vs-interpreter tests is CPU-bound: spread it out
     if importlib.util.find_spec("xdist") is not None:
         cmd[3:3] = ["-n", os.environ.get("TC_GPU_CHECK_WORKERS", "8")]
@@ -341,6 +346,52 @@ def softmax_bench(r: Report) -> None:
                      f"{tc_:.0f} GB/s = {tc_ / torch_:.2f}x torch{extra}")
 
 
+def memory_bench(r: Report) -> None:
+    """Issue 8's other memory-bound kernels (tools/bench_memory.py): softmax backward, layer_norm,
+    cross_entropy, transpose against torch and Triton peers; compile and cache times."""
+    out = (OUT if OUT is not None else ROOT / "build") / "bench_memory.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_memory.py"), "--json",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-7000:])
+    r.check("memory-bound kernels: results equal torch's, compile < 1 s, cache < 50 ms",
+            proc.returncode == 0, f"exit {proc.returncode}")
+    if not out.is_file():
+        return
+    import json as _json
+
+    for row in _json.loads(out.read_text())["rows"]:
+        if "cold ms" in row:
+            r.number(row["op"], f"cold {row['cold ms']:.0f} ms, cached {row['cached ms']:.1f} ms")
+            continue
+        tc_, torch_, triton_ = row.get("tc"), row.get("torch"), row.get("triton")
+        if tc_ and torch_:
+            extra = f", {tc_ / triton_:.2f}x Triton" if triton_ else ""
+            r.number(f"{row['op']} {row['dtype']} {row['M']}x{row['N']}",
+                     f"{tc_:.0f} GB/s = {tc_ / torch_:.2f}x torch{extra}")
+
+
+def sweeps(r: Report) -> None:
+    """The spec's sweeps (tools/bench_sweeps.py): tc against torch and Triton, plots and tables
+    into the logs archive. TC_SWEEPS_ARGS passes arguments (default: all four sweeps, --quick)."""
+    target = (OUT if OUT is not None else ROOT / "build") / "sweeps"
+    target.mkdir(parents=True, exist_ok=True)
+    extra = os.environ.get("TC_SWEEPS_ARGS", "--quick").split()
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_sweeps.py"), *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                          env=dict(os.environ, OUT=str(target)))
+    r.say((proc.stdout + proc.stderr)[-4000:])
+    r.check("benchmark sweeps (add, softmax, matmul, transpose)", proc.returncode == 0,
+            f"exit {proc.returncode}")
+    summary = target / "summary.md"
+    if summary.is_file():
+        for line in summary.read_text().splitlines()[2:]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) >= 6:
+                r.number(f"sweep {cells[0]} {cells[1]}", f"median {cells[2]}, ratio to torch "
+                                                          f"{cells[5]}")
+
+
 def gpu_name() -> str:
     try:
         import torch
@@ -394,6 +445,8 @@ def main() -> int:
             ("launch overhead", launch_overhead),
             ("runtime: launch vs Triton and CuPy, cached kernels", runtime_launch),
             ("softmax benchmark", softmax_bench),
+            ("memory-bound kernels benchmark", memory_bench),
+            ("benchmark sweeps", sweeps),
             ("tutorials", tutorials),
             ("compute-sanitizer", sanitizer),
         ]

@@ -74,3 +74,48 @@ def test_autotune_vals_spelling_and_opt() -> None:
     assert k.opt.BLOCK == 16 and k.num_warps == 8
     with pytest.raises(TypeError, match="not both"):
         tc.kernel(ACC_SRC, device="cpu", autotune_vals=[], autotune_configs=[])
+
+
+TWO_SRC = """
+__global__ void first(float* z, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    *?(off < N)(z + off) = 1;
+}
+
+__global__ void second(float* z, float* x, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    *?(off < N)(z + off) = *?(off < N)(x + off) * 2;
+}
+"""
+
+
+def test_name_picks_the_kernel_on_cpu() -> None:
+    x = np.arange(20, dtype=np.float32)
+    z = np.zeros(20, dtype=np.float32)
+    k = tc.kernel(TWO_SRC, device="cpu", defines={"BLOCK": 8}, name="second")
+    k(z, x, 20, grid=lambda opt: (tc.cdiv(20, opt.BLOCK),))
+    np.testing.assert_array_equal(z, 2 * x)
+    assert k.info["name"] == "second" and "second" in k.asm("ir")
+    k1 = tc.kernel(TWO_SRC, device="cpu", defines={"BLOCK": 8})
+    k1(z, 20, grid=(3,))
+    np.testing.assert_array_equal(z, 1)
+    with pytest.raises(ValueError, match="only 'ir'"):
+        k1.asm("ptx")
+
+
+def test_errors_on_cpu() -> None:
+    z = np.zeros(16, dtype=np.float32)
+    k = tc.kernel(ACC_SRC, device="cpu", defines={"BLOCK": 8})
+    with pytest.raises(TypeError, match=r"acc\(z: float\*, N: int\) takes 2 arguments, got 1"):
+        k(z, grid=(1,))
+    with pytest.raises(TypeError, match=r"argument 1 \('z'\) .* must be a pointer"):
+        k(1.5, 16, grid=(1,))
+    with pytest.raises(TypeError, match=r"argument 2 \('N'\) .* must be an integer"):
+        k(z, "16", grid=(1,))
+    with pytest.raises(ValueError, match="grid dimension x of 'acc' is negative"):
+        k(z, 16, grid=(-2,))
+    with pytest.raises(ValueError, match="above the CUDA limit"):
+        k(z, 16, grid=(1, 1 << 20))
+    with pytest.raises(AttributeError, match="opt has no attribute 'TILE'"):
+        k(z, 16, grid=lambda opt: (opt.TILE,))
+    np.testing.assert_array_equal(z, 0)

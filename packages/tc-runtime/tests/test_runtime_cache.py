@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from pathlib import Path
@@ -129,3 +130,69 @@ def test_load_rejects_bad_directories(tmp_path: Path) -> None:
     (tmp_path / "x" / "meta.json").write_text("[]")
     with pytest.raises(ValueError, match="not a valid tc kernel directory"):
         read_entry(tmp_path / "x")
+
+
+def test_kernel_key_holds_every_ingredient(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tc_runtime import compiler
+
+    build = importlib.import_module("tc_runtime.build")  # tc_runtime.build is the function
+
+    fp = compiler.fingerprint()
+    assert set(fp) == {"tc_lang", "tc_ir", "tc_opt", "tc_nvptx", "tc_runtime", "llvmlite",
+                       "ptxas"}
+    assert all(v != "missing" for k, v in fp.items() if k != "ptxas")
+    base = build.base_key("src", "<source>", None, {"BLOCK": "64"})
+    key = build.kernel_key(base, "sm_90", 4, 3, ["divisible_by_16", None])
+    changed = [
+        build.kernel_key(build.base_key("src2", "<source>", None, {"BLOCK": "64"}), "sm_90", 4, 3,
+                         ["divisible_by_16", None]),
+        build.kernel_key(build.base_key("src", "<source>", None, {"BLOCK": "128"}), "sm_90", 4, 3,
+                         ["divisible_by_16", None]),
+        build.kernel_key(build.base_key("src", "<source>", "k2", {"BLOCK": "64"}), "sm_90", 4, 3,
+                         ["divisible_by_16", None]),
+        build.kernel_key({**base, "toolchain": {**fp, "ptxas": "other"}}, "sm_90", 4, 3,
+                         ["divisible_by_16", None]),
+        build.kernel_key({**base, "toolchain": {**fp, "llvmlite": "other"}}, "sm_90", 4, 3,
+                         ["divisible_by_16", None]),
+        build.kernel_key({**base, "toolchain": {**fp, "tc_nvptx": "other"}}, "sm_90", 4, 3,
+                         ["divisible_by_16", None]),
+        build.kernel_key(base, "sm_80", 4, 3, ["divisible_by_16", None]),
+        build.kernel_key(base, "sm_90", 8, 3, ["divisible_by_16", None]),
+        build.kernel_key(base, "sm_90", 4, 2, ["divisible_by_16", None]),
+        build.kernel_key(base, "sm_90", 4, 3, [None, None]),
+        build.kernel_key(base, "sm_90", 4, 3, ["divisible_by_16", "equal_to_1"]),
+    ]
+    assert len({key, *changed}) == len(changed) + 1
+    # an #include: the preprocessed text and the included file's content are in the key
+    header = tmp_path / "v.h"
+    header.write_text("#define VALUE 1\n")
+    src = f'#include "{header}"\n__global__ void f(int n) {{}}\n'
+    one = compiler.cache_source(src, {}, "<source>")
+    header.write_text("#define VALUE 2\n")
+    assert compiler.cache_source(src, {}, "<source>") != one
+
+
+def test_always_compile_bypasses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tc_runtime import compiler
+
+    build = importlib.import_module("tc_runtime.build")  # tc_runtime.build is the function
+
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TC_ALWAYS_COMPILE", raising=False)
+    monkeypatch.delenv("TC_DISABLE_CACHE", raising=False)
+    compiled: list[str] = []
+
+    def fake_compile(source: str, **kwargs: object) -> KernelBinary:
+        compiled.append(source)
+        return BIN
+
+    monkeypatch.setattr(compiler, "compile_source", fake_compile)
+    args = dict(filename="<source>", name=None, defines={"B": "1"}, arch="sm_90", num_warps=4,
+                num_stages=3, spec=(None, None))
+    assert build.compile_cached("s", **args) == BIN  # type: ignore[arg-type]
+    assert build.compile_cached("s", **args) == BIN  # type: ignore[arg-type]
+    assert len(compiled) == 1  # the second came from the cache under TC_CACHE_DIR
+    assert len(list(tmp_path.glob("??/*/meta.json"))) == 1
+    monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
+    build.compile_cached("s", **args)  # type: ignore[arg-type]
+    assert len(compiled) == 2

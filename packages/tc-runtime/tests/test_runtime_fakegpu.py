@@ -331,9 +331,17 @@ def test_autotune_times_restores_and_remembers(fake: FakeCuda,
     k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [16, 32]},
                   autotune_configs=configs, autotune_key=["N"])
     assert len(k.configs) == 6
-    k(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    opts: list[tuple[int, int]] = []
+
+    def grid(opt: tc.Options) -> tuple[int]:
+        opts.append((opt.BLOCK, opt.num_warps))
+        return (tc.cdiv(64, opt.BLOCK),)
+
+    k(buf.ctypes.data, 64, grid=grid)
     # every configuration ran many times, yet the caller's launch happened exactly once
     np.testing.assert_array_equal(_floats(buf), 1)
+    assert {(16, 1), (32, 1), (16, 2), (32, 2), (16, 4), (32, 4)} <= set(opts)
+    assert opts[-1] == (16, 2)  # the caller's launch: the chosen configuration's opt
     assert k.num_warps == 2 and k.info["config"].startswith("config(")
     err = capsys.readouterr().err
     assert "chose config(defines={'BLOCK': '16'}, num_warps=2" in err
@@ -422,3 +430,216 @@ def test_precompiled_kernel_file(fake: FakeCuda, tmp_path: Path) -> None:
                            signature=binary.signature, arg_names=binary.arg_names, num_warps=4)
     with pytest.raises(tc.TcLaunchError, match="kernel 'acc'.*CUDA_ERROR_INVALID_VALUE"):
         tc.load(bad, device="cuda:0")(buf.ctypes.data, 1, grid=(1,))
+
+
+TWO_SRC = """
+__global__ void first(float* z, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    *?(off < N)(z + off) = 1;
+}
+
+__global__ void second(float* z, float* x, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    *?(off < N)(z + off) = *?(off < N)(x + off) * 2;
+}
+"""
+
+
+def test_name_picks_the_kernel_asm_and_info(fake: FakeCuda) -> None:
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(TWO_SRC, device="cuda:0", defines={"BLOCK": 32}, name="second")
+    assert k.signature.describe() == "second(z: float*, x: float*, N: int)"
+    k(buf.ctypes.data, buf.ctypes.data, 64, grid=(2,))
+    assert fake.calls[-1][:2] == ("launch", "second")
+    assert ".entry second" in k.asm("ptx") and ".entry first" not in k.asm("ptx")
+    assert "second" in k.asm("ir") and "second" in k.asm("llvm")
+    if k.info["registers"] is not None:  # ptxas ran: the cubin is there and counted
+        assert bytes.fromhex(k.asm("cubin"))[:4] == b"\x7fELF"
+        assert k.info["registers"] > 0 and k.info["spills"] == 0
+    info = k.info
+    assert info["name"] == "second" and info["num_warps"] == 4 and info["shared_bytes"] >= 0
+    assert {"registers", "spills", "shared_bytes", "arch", "signature"} <= set(info)
+    with pytest.raises(ValueError, match="no stage 'sass'"):
+        k.asm("sass")
+    first = tc.kernel(TWO_SRC, device="cuda:0", defines={"BLOCK": 32})  # the first by default
+    assert first.signature.kernel == "first"
+    with pytest.raises(Exception, match=r"no __global__ kernel named 'third' \(kernels: 'first', "
+                                        r"'second'\)"):
+        tc.kernel(TWO_SRC, device="cuda:0", defines={"BLOCK": 32}, name="third")(
+            buf.ctypes.data, 64, grid=(1,))
+
+
+def test_too_much_shared_memory_is_a_clear_error(fake: FakeCuda) -> None:
+    binary = tc.KernelBinary(name="big", arch="sm_90", ptx=".version 8.0", cubin=None,
+                             signature=("ptr<f32>", "i32"), arg_names=("z", "N"), num_warps=4,
+                             shared_bytes=300 * 1024)
+    k = tc.load(binary, device="cuda:0")
+    with pytest.raises(tc.TcLaunchError, match=r"kernel 'big' needs 307200 bytes of shared memory "
+                                               r"per block but Fake H100 allows at most 232448"):
+        k(fake.alloc(64).ctypes.data, 16, grid=(1,))
+
+
+def test_autotune_timing_uses_events_warmup_and_l2_flush(fake: FakeCuda,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    memsets: list[int] = []
+    events: list[int] = []
+    memset, record = fake.cuMemsetD8Async, fake.cuEventRecord
+
+    def counting_memset(ptr: int, value: int, n: int, stream: Any) -> tuple[Result]:
+        memsets.append(n)
+        return memset(ptr, value, n, stream)
+
+    def counting_record(ev: int, stream: Any) -> tuple[Result]:
+        events.append(ev)
+        return record(ev, stream)
+
+    monkeypatch.setattr(fake, "cuMemsetD8Async", counting_memset)
+    monkeypatch.setattr(fake, "cuEventRecord", counting_record)
+    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
+    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    fake.block_time = {64: 2.0, 128: 1.0}
+    _add_one(fake)
+    seen: list[tuple[int, float]] = []  # (threads per block, z[0] before the launch)
+    add_one = fake.kernels["acc"]
+
+    def recording(params: list[int], grid: tuple[int, int, int]) -> None:
+        seen.append((fake.calls[-1][3], float(_floats(buf)[0])))
+        add_one(params, grid)
+
+    fake.kernels["acc"] = recording
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32},
+                  autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4)])
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 4
+    # the buffer the kernel writes is restored before each configuration and before the call
+    assert seen[0] == (64, 0.0) and seen[11] == (128, 0.0) and seen[-1] == (128, 0.0)
+    assert seen[10] == (64, 10.0)
+    np.testing.assert_array_equal(_floats(buf), 1)
+    # per configuration: 1 warm-up + 3 estimate launches, then 7 timed ones each after a flush
+    # of the L2 buffer, each between its own pair of events; plus the caller's launch
+    assert fake.launches == 2 * (1 + 3 + 7) + 1
+    assert memsets == [autotune._FLUSH_BYTES] * 14
+    assert len(events) == 2 * (2 + 2 * 7)
+
+
+def test_autotune_keeps_the_fastest_by_median(fake: FakeCuda,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
+    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    fake.block_time = {64: 2.0, 128: 1.0}
+    launch = fake.launch
+    count = itertools.count()
+
+    def spiky(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
+        res = launch(f, grid, bx, stream, params)
+        if bx == 128 and next(count) == 6:  # one timed launch of the faster config is very slow
+            fake.clock += 99.0
+        return res
+
+    monkeypatch.setattr(fake, "launch", spiky)
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32},
+                  autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4)])
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 4  # its mean (15 ms) is the slower one; its median (1 ms) is not
+
+
+def test_do_bench_with_driver_events_and_l2_flush(fake: FakeCuda,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from tc_runtime import testing
+
+    monkeypatch.setattr(testing, "_FLUSH_BYTES", 128)
+    monkeypatch.setattr(testing, "_flush_buffers", {})
+    monkeypatch.setattr(testing, "_gpu_backend", lambda: "driver")
+    memsets: list[int] = []
+    memset = fake.cuMemsetD8Async
+
+    def counting_memset(ptr: int, value: int, n: int, stream: Any) -> tuple[Result]:
+        memsets.append(n)
+        return memset(ptr, value, n, stream)
+
+    monkeypatch.setattr(fake, "cuMemsetD8Async", counting_memset)
+    durations = itertools.cycle([1.0, 1.0, 3.0, 1.0, 2.0])
+    calls = []
+
+    def fn() -> None:  # "runs" on the GPU: advances the simulated clock
+        calls.append(1)
+        fake.clock += next(durations)
+
+    med, lo, hi = testing.do_bench(fn, warmup=10, rep=20)
+    assert lo <= med <= hi and (lo, hi) == (1.0, 3.0)
+    assert med in (1.0, 2.0)
+    assert len(memsets) >= 5 and set(memsets) == {128}  # a flush before every timed call
+    flushes, n = len(memsets), len(calls)
+    testing.do_bench(fn, warmup=10, rep=20, clear_l2=False)
+    assert len(memsets) == flushes and len(calls) > n
+
+
+def test_stream_getter_follows_torch_current_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    monkeypatch.setattr(driver, "stream_getter", driver.stream_getter)  # the real one
+    fake_torch = types.ModuleType("torch")
+    current = {0: 11, 1: 22}
+    fake_c = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: current[i])
+    fake_torch._C = fake_c  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    get = driver.stream_getter(1)
+    assert get(1) == 22 and get(0) == 11
+    current[1] = 33  # `with torch.cuda.stream(s):` changes it; read per launch
+    assert get(1) == 33
+    # a CPU-only torch: the default stream
+    fake_c._cuda_getCurrentRawStream = lambda i: (_ for _ in ()).throw(RuntimeError("no CUDA"))
+    assert driver.stream_getter(0)(0) == 0
+    monkeypatch.delitem(sys.modules, "torch")
+    assert driver.stream_getter(0) is driver._default_stream
+
+
+BF16_SRC = """
+__global__ void scale(float* z, bf16 a, int N) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    *?(off < N)(z + off) = (float) a;
+}
+"""
+
+
+def test_bf16_scalar_is_packed_once_converted(fake: FakeCuda) -> None:
+    # the first launch (the slow path) packs the normalized arguments as they are: converting
+    # the bf16 bit pattern again would launch with another value
+    seen: list[int] = []
+    fake.kernels["scale"] = lambda params, grid: seen.append(
+        ctypes.c_uint16.from_address(params[1]).value)
+    k = tc.kernel(BF16_SRC, device="cuda:0", defines={"BLOCK": 32})
+    buf = fake.alloc(4 * 64)
+    k(buf.ctypes.data, 1.5, 64, grid=(2,))
+    k(buf.ctypes.data, 1.5, 64, grid=(2,))
+    assert seen == [0x3FC0, 0x3FC0]
+
+
+def test_launches_from_other_threads(fake: FakeCuda) -> None:
+    import threading
+
+    _add_one(fake)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    a, b = fake.alloc(4 * 64), fake.alloc(4 * 64)
+    k(a.ctypes.data, 64, grid=(2,))  # the variant is built (and its buffer owned) here
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            for _ in range(3):
+                k(b.ctypes.data, 32, grid=(1,))
+            k(b.ctypes.data, 2**40, grid=(1,))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert len(errors) == 1 and "does not fit in int" in str(errors[0])
+    k(a.ctypes.data, 64, grid=(2,))
+    np.testing.assert_array_equal(_floats(a), 2)
+    np.testing.assert_array_equal(_floats(b)[:32], 3)
+    np.testing.assert_array_equal(_floats(b)[32:], 0)

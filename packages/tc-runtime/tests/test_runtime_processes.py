@@ -120,3 +120,43 @@ def test_bad_precompiled_files(tmp_path: Path) -> None:
         tc.load(tmp_path / "j.json")
     with pytest.raises(FileNotFoundError, match="no such precompiled kernel"):
         tc.load(tmp_path / "missing.ptx")
+
+
+LAUNCH_FAKE = textwrap.dedent("""
+    import ctypes, sys
+    sys.path.insert(0, sys.argv[2])
+    import numpy as np
+    import tc_runtime as tc
+    from tc_runtime import driver
+    from test_runtime_fakegpu import FakeCuda  # the simulated driver (no compiler import)
+    cu = FakeCuda()
+    driver._cu, driver._initialized, driver._raw_launch = cu, True, False
+
+    def add(params, grid):
+        z, x, y = (ctypes.c_uint64.from_address(p).value for p in params[:3])
+        n = ctypes.c_int32.from_address(params[3]).value
+        arrays = [np.ctypeslib.as_array((ctypes.c_float * n).from_address(a)) for a in (z, x, y)]
+        arrays[0][:] = arrays[1] + arrays[2]
+
+    cu.kernels["add"] = add
+    k = tc.load(sys.argv[1], device="cuda:0", defines={"BLOCK": 256})
+    z, x, y = (cu.alloc(4 * 300).view(np.float32) for _ in range(3))
+    x[:], y[:] = np.arange(300), 2
+    k(z.ctypes.data, x.ctypes.data, y.ctypes.data, 300, grid=lambda opt: (tc.cdiv(300, opt.BLOCK),))
+    assert cu.calls[-1][:4] == ("launch", "add", (2, 1, 1), 128), cu.calls[-1]
+    assert (z == np.arange(300) + 2).all()
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in
+                    ("tc_lang", "tc_ir", "tc_opt", "tc_nvptx", "llvmlite", "torch"))
+    print(",".join(loaded) or "none")
+""")
+
+
+def test_precompiled_kernel_launches_without_the_compiler(tmp_path: Path) -> None:
+    """The launch path of tc.load (simulated driver, so it runs without a GPU): no compiler
+    package is imported, only tc_runtime."""
+    binary = tc.build(ADD_SRC, defines={"TYPE": "float", "BLOCK": 256})
+    path = tc.save(binary, tmp_path / "add.ptx")
+    p = _run(LAUNCH_FAKE, str(path), str(Path(__file__).parent), env=dict(os.environ))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert out.strip() == "none"

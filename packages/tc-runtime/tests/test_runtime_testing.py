@@ -53,3 +53,19 @@ def test_benchmark_validation() -> None:
     b = tc.testing.Benchmark(x_names="N", x_vals=[1], line_arg="p", line_vals=["a"],
                              line_names=["A"])
     assert b.y_name == "p" and b.y_lines == ["A"]
+
+
+def test_perf_report_shows_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # the built-in counter (tqdm is optional)
+
+    @tc.testing.perf_report(tc.testing.Benchmark(
+        x_names=["N"], x_vals=[1, 2, 3], y_name="p", y_vals=["a"], plot_name="sweep"))
+    def bench(N: int, p: str) -> float:
+        return float(N)
+
+    bench.run(save_path=str(tmp_path))
+    err = capsys.readouterr().err
+    assert "sweep: 0/3" in err and "sweep: 2/3" in err and "sweep: 3/3\n" in err

@@ -9,6 +9,7 @@ from torch.autograd import gradcheck
 
 import tc_torch
 from tc_torch.ops import cross_entropy as ce
+from tc_torch.ops import layer_norm as ln
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 
@@ -101,3 +102,68 @@ def test_layer_norm_refusals() -> None:
         tc_torch.layer_norm(x, 8, eps=-1.0)
     with pytest.raises(ValueError, match="same device"):
         tc_torch.layer_norm(x, 8, torch.randn(8, device="meta"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("affine", ["wb", "w", "b", "none"])
+def test_layer_norm_backward_row_groups(dtype: torch.dtype, affine: str) -> None:
+    """Several programs of several rows each, the last group partial (M = 11, ROWS = 3: G = 4)."""
+    torch.manual_seed(5)
+    m, n = 11, 20
+    x = torch.randn(m, n, dtype=dtype)
+    dy = torch.randn(m, n, dtype=dtype)
+    w = torch.randn(n, dtype=dtype) if "w" in affine else None
+    b = torch.randn(n, dtype=dtype) if "b" in affine else None
+    _, mean, rstd = ln.layer_norm_forward(x, n, w, b, 1e-5)
+    xr = x.double().requires_grad_()
+    wr = w.double().requires_grad_() if w is not None else None
+    br = b.double().requires_grad_() if b is not None else None
+    params = [v for v in (xr, wr, br) if v is not None]
+    grads = torch.autograd.grad(F.layer_norm(xr, (n,), wr, br, 1e-5), params, dy.double())
+    for v, gv in zip(params, grads):
+        v.grad = gv
+    assert xr.grad is not None
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    for rows in (1, 3, 4, 11, 16):
+        dx, dw, db = ln.layer_norm_backward(dy, x, n, w, b is not None, mean, rstd, True, True,
+                                            True, rows=rows)
+        assert dx is not None and (dx.double() - xr.grad).abs().max().item() < tol
+        assert (dw is None) == (w is None) and (db is None) == (b is None)
+        if dw is not None:
+            assert wr is not None and wr.grad is not None
+            assert dw.dtype == dtype and (dw.double() - wr.grad).abs().max().item() < tol
+        if db is not None:
+            assert br is not None and br.grad is not None
+            assert db.dtype == dtype and (db.double() - br.grad).abs().max().item() < tol
+    # only some of the results
+    dx, dw, db = ln.layer_norm_backward(dy, x, n, w, b is not None, mean, rstd, False, True, False,
+                                        rows=3)
+    assert dx is None and db is None and (dw is None) == (w is None)
+    if dw is not None:
+        assert wr is not None and wr.grad is not None
+        assert (dw.double() - wr.grad).abs().max().item() < tol
+
+
+def test_layer_norm_backward_rows_rule() -> None:
+    assert ln.backward_rows(16384, 1024) == 16 and ln.backward_rows(16384, 8192) == 64
+    assert ln.backward_rows(16384, 4096) == 64 and ln.backward_rows(100, 1024) == 1
+    for m in (1, 255, 256, 257, 1023, 1025, 5000, 16384, 100000):
+        for block in (16, 1024, 2048, 4096, 8192, 65536):
+            r = ln.backward_rows(m, block)
+            assert r >= 1 and tc_cdiv(m, r) <= ln.BWD_MAX_PROGRAMS
+
+
+def tc_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def test_layer_norm_gradcheck_row_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gradcheck through autograd with 3 rows per program (M = 8: G = 3, the last group 2 rows)."""
+    monkeypatch.setattr(ln, "backward_rows", lambda m, block: 3)
+    x = torch.randn(2, 4, 10, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(10, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(10, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda x, w, b: tc_torch.layer_norm(x, 10, w, b, 1e-3), (x, w, b))
+    assert gradcheck(lambda w, b: tc_torch.layer_norm(x.detach(), 10, w, b, 1e-3), (w, b))
+    assert gradcheck(lambda x, b: tc_torch.layer_norm(x, 10, None, b, 1e-3), (x, b))
+    assert gradcheck(lambda x: tc_torch.layer_norm(x, 10), (x,))

@@ -239,6 +239,14 @@ def stream_getter(device_index: int) -> Callable[[int], int]:
                 return fn
             except Exception:  # CPU-only torch build or CUDA not usable by torch
                 pass
+        else:  # a torch without the raw accessor: its public API (slower, same stream)
+            def public(index: int) -> int:
+                return int(torch.cuda.current_stream(index).cuda_stream)
+            try:
+                public(device_index)
+                return public
+            except Exception:  # CPU-only torch build or CUDA not usable by torch
+                pass
     return _default_stream
 
 
@@ -306,6 +314,8 @@ class Function:
         self._launch = cu.cuLaunchKernel
         self._raw = raw_launch_function()
         self._chandle = ctypes.c_void_p(int(self.handle))
+        #: ctypes stream arguments of this function's launcher (0, the legacy stream, is NULL)
+        self._cstreams: dict[int, ctypes.c_void_p] = {}
 
     def attribute(self, name: str) -> int:
         cu = _module()
@@ -330,6 +340,74 @@ class Function:
             err = res[0]
         if err:
             self._failed(err, gx, gy, gz, stream, params)
+
+    def launcher(self, params: LaunchParams, pack_into: Callable[..., None], buffer: object,
+                 pack: Callable[[tuple[object, ...]], object],
+                 foreign: Callable[[tuple[object, ...], int, int, int, int], None]
+                 ) -> Callable[[tuple[object, ...], int, int, int, int], None]:
+        """The hot path of a kernel launch as one closure, `run(args, gx, gy, gz, stream)`: write
+        `args` into `params`' buffer (`pack_into(buffer, 0, *args)`, or the checked `pack(args)`
+        when that raises) and launch on the raw stream handle. Everything that does not change
+        between launches (handle, block, shared memory, parameter array, back end) is bound once,
+        so a launch is a few local loads, one pack_into and one driver call.
+
+        The buffer belongs to the thread that creates the launcher: that thread packs and
+        launches without a lock (its launches are sequential); a call from any other thread goes
+        to `foreign(args, gx, gy, gz, stream)`, which must use another buffer (and a lock)."""
+        handle, chandle, block_x, shared = self.handle, self._chandle, self.block_x, \
+            self.shared_bytes
+        make_current, failed = self.module.device.make_current, self._failed
+        get_ident, owner = threading.get_ident, threading.get_ident()
+        raw = self._raw
+        if raw is not None:
+            pointers = params.pointers
+            cstreams = self._cstreams
+            cget = cstreams.get
+
+            def run(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
+                if get_ident() != owner:
+                    return foreign(args, gx, gy, gz, stream)
+                try:
+                    pack_into(buffer, 0, *args)
+                except Exception:  # out-of-range ints, objects: checked, or a clear error
+                    pack(args)
+                if stream:
+                    s = cget(stream)
+                    if s is None:
+                        s = cstreams[stream] = ctypes.c_void_p(stream)
+                else:
+                    s = None
+                if _several:  # several devices in use: ours must be the current context
+                    make_current()
+                err = raw(chandle, gx, gy, gz, block_x, 1, 1, shared, s, pointers, None)
+                if err:
+                    failed(err, gx, gy, gz, stream, params)
+                return None
+            return run
+
+        launch, address = self._launch, params.address
+        streams = _streams
+        sget = streams.get
+        cu = _module()
+
+        def run_cuda_python(args: tuple[object, ...], gx: int, gy: int, gz: int,
+                            stream: int) -> None:
+            if get_ident() != owner:
+                return foreign(args, gx, gy, gz, stream)
+            try:
+                pack_into(buffer, 0, *args)
+            except Exception:  # out-of-range ints, objects: checked, or a clear error
+                pack(args)
+            s = sget(stream)
+            if s is None:
+                s = streams[stream] = cu.CUstream(stream)
+            if _several:
+                make_current()
+            err = launch(handle, gx, gy, gz, block_x, 1, 1, shared, s, address, 0)[0]
+            if err:
+                failed(err, gx, gy, gz, stream, params)
+            return None
+        return run_cuda_python
 
     def _launch_slow(self, gx: int, gy: int, gz: int, stream: int, params: LaunchParams) -> Any:
         res = self._launch(self.handle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes,

@@ -7,6 +7,8 @@ import operator
 
 def cdiv(a: int, b: int) -> int:
     """Ceiling division: the number of blocks of size `b` that cover `a` elements."""
+    if type(a) is int and type(b) is int and b > 0:  # grid lambdas call this on every launch
+        return -(-a // b)
     a, b = operator.index(a), operator.index(b)
     if b <= 0:
         raise ValueError(f"cdiv: the divisor must be positive, got {b}")

@@ -4,11 +4,12 @@ specialization), cached in memory and on disk, auto-tuned, launched with a grid.
     k = tc.kernel(src, device="cuda:0", defines={"TYPE": "float", "BLOCK": 1024})
     k(z_ptr, x_ptr, y_ptr, N, grid=lambda opt: (tc.cdiv(N, opt.BLOCK),))
 
-The launch path of a kernel already chosen for its arguments is: one generated key function (the
-specialization codes and the auto-tuning key values), one dict look-up, the grid, the stream
-getter chosen once, one `struct.pack_into` into the variant's parameter buffer and one
-cuLaunchKernel. Everything else (argument checking with clear errors, compiling, tuning) happens
-on the slow path, which runs only when the fast one raises or misses.
+The launch path of a kernel already chosen for its arguments is: one generated look-up function
+(the specialization codes and the auto-tuning key values, then one dict look-up), the grid, the
+stream getter chosen once, and the variant's launch closure (driver.Function.launcher: one
+`struct.pack_into` into the variant's parameter buffer and one cuLaunchKernel, everything else
+bound once). Everything else (argument checking with clear errors, compiling, tuning) happens on
+the slow path, which runs only when the fast one raises or misses.
 """
 
 from __future__ import annotations
@@ -51,11 +52,22 @@ def _cpu_keyed(*args: object) -> tuple[Any, ...]:
     raise TypeError("the CPU path does not use the generated key function")
 
 
+def _pack_into_of(packer: ArgPacker) -> Callable[..., None]:
+    """packer's `pack_into(buffer, offset, *args)` for the caller's arguments: struct's own, or
+    with bf16 scalars (packed as their bit pattern) always the checked packer."""
+    if not packer._always_normalize:
+        return packer._pack_into
+
+    def pack(buffer: object, offset: int, *args: object) -> None:
+        packer.pack(args)
+    return pack
+
+
 class Variant:
     """One compiled and loaded GPU kernel: a configuration for one specialization pattern."""
 
     __slots__ = ("binary", "function", "packer", "pack_into", "buffer", "opt", "lock", "config",
-                 "index", "spec")
+                 "index", "spec", "run", "run_normalized")
 
     def __init__(self, binary: KernelBinary, function: driver.Function, packer: ArgPacker,
                  opt: Options, config: Config, index: int, spec: tuple[int, ...]) -> None:
@@ -63,17 +75,38 @@ class Variant:
         self.function = function
         self.packer = packer
         self.buffer = packer.buffer
-        if packer._always_normalize:  # bf16 scalars: always through the checked packer
-            def pack(buffer: object, offset: int, *args: object) -> None:
-                packer.pack(args)
-            self.pack_into: Callable[..., None] = pack
-        else:
-            self.pack_into = packer._pack_into
+        self.pack_into: Callable[..., None] = _pack_into_of(packer)
         self.opt = opt
         self.config = config
         self.index = index
         self.spec = spec
         self.lock = threading.Lock()
+        # The launch closures (driver.Function.launcher): run(args, gx, gy, gz, stream) packs
+        # the caller's arguments and launches; run_normalized does the same for arguments the
+        # signature has normalized already (the slow path's, the auto-tuner's), packed as they
+        # are (normalizing a bf16 scalar's bit pattern again would change it). They use
+        # `packer` in the thread that built the variant; other threads share a second packer
+        # under `lock`.
+        spare = packer.sig.packer()
+        spare_pack_into = _pack_into_of(spare)
+
+        def foreign(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
+            with self.lock:
+                try:
+                    spare_pack_into(spare.buffer, 0, *args)
+                except Exception:  # out-of-range ints, objects: checked, or a clear error
+                    spare.pack(args)
+                function.launch(gx, gy, gz, stream, spare)  # type: ignore[arg-type]
+
+        def foreign_normalized(args: tuple[object, ...], gx: int, gy: int, gz: int,
+                               stream: int) -> None:
+            with self.lock:
+                spare._pack_into(spare.buffer, 0, *args)
+                function.launch(gx, gy, gz, stream, spare)  # type: ignore[arg-type]
+
+        self.run = function.launcher(packer, self.pack_into, self.buffer, packer.pack, foreign)
+        self.run_normalized = function.launcher(packer, packer._pack_into, self.buffer,
+                                                packer.pack, foreign_normalized)
 
 
 class Kernel:
@@ -101,6 +134,8 @@ class Kernel:
         self._lock = threading.RLock()
         self._signature: Signature | None = None
         self._key_fn: Callable[..., tuple[Any, ...]] = _no_key
+        #: _fast[_key_fn(*args)] as one generated function (raises on a miss or odd arguments)
+        self._lookup: Callable[..., Variant] = _no_key  # type: ignore[assignment]
         self._key_indices: list[int] = []
         self._nspec = 0
         self._fast: dict[tuple[Any, ...], Variant] = {}
@@ -114,6 +149,8 @@ class Kernel:
         self._binary_fixed: KernelBinary | None = None
         self._max_grid: tuple[int, ...] = DEFAULT_MAX_GRID
         self._max_x = DEFAULT_MAX_GRID[0]
+        self._max_y = DEFAULT_MAX_GRID[1]
+        self._max_z = DEFAULT_MAX_GRID[2]
         self._index = 0
         self._stream_fn: Callable[[int], int] = driver._default_stream
         self._sources: dict[int, str] = {}
@@ -123,7 +160,7 @@ class Kernel:
             assert self.device_index is not None
             self._device = driver.get_device(self.device_index)  # TcDeviceError without a GPU
             self._max_grid = self._device.max_grid
-            self._max_x = self._max_grid[0]
+            self._max_x, self._max_y, self._max_z = self._max_grid
             self._index = self.device_index
 
     @classmethod
@@ -174,32 +211,53 @@ class Kernel:
     # --------------------------------------------------------------------------------- launch
 
     def __call__(self, *args: object, grid: object, stream: object = None) -> None:
-        if self._device is None:
-            self._call_cpu(args, grid)
-            return
         try:
-            v = self._fast[self._key_fn(*args)]
-        except Exception:  # a new key, or arguments that need checking: the slow path
+            v: Variant | None = self._lookup(*args)  # self._fast[self._key_fn(*args)]
+        except Exception:  # a new key, arguments that need checking, or the CPU: the slow path
+            v = None  # (taken outside this handler, so that its errors chain to nothing)
+        if v is None:
+            if self._device is None:
+                self._call_cpu(args, grid)
+                return
             v, args = self._slow(args, grid, stream)
-        if callable(grid):
-            grid = grid(v.opt)
-        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int \
-                and 0 < grid[0] <= self._max_x:
-            gx, gy, gz = grid[0], 1, 1
+            run = v.run_normalized
         else:
-            gx, gy, gz = normalize_grid(grid, v.opt, self._max_grid, v.binary.name)
+            run = v.run
+        if type(grid) is not tuple:
+            if callable(grid):
+                grid = grid(v.opt)
+            if type(grid) is not tuple:
+                grid = normalize_grid(grid, v.opt, self._max_grid, v.binary.name)
+        if len(grid) == 1 and type(gx := grid[0]) is int and 0 < gx <= self._max_x:
+            gy = gz = 1
+        else:
+            gx, gy, gz = self._grid(grid, v)
             if not (gx and gy and gz):
                 return  # a launch of nothing (its arguments were checked above)
         if stream is None:
             stream = self._stream_fn(self._index)
         elif type(stream) is not int:
             stream = _stream_handle(stream)
-        with v.lock:
-            try:
-                v.pack_into(v.buffer, 0, *args)
-            except Exception:  # out-of-range ints, objects: checked conversion or a clear error
-                v.packer.pack(args)
-            v.function.launch(gx, gy, gz, stream, v.packer)  # type: ignore[arg-type]
+        run(args, gx, gy, gz, stream)  # type: ignore[arg-type]
+
+    def _grid(self, grid: tuple[object, ...], v: Variant) -> tuple[int, int, int]:
+        """A grid tuple other than one valid int: 2-D and 3-D tuples of valid ints cheaply,
+        everything else checked (and explained) by normalize_grid."""
+        n = len(grid)
+        gx: Any
+        gy: Any
+        gz: Any
+        if n == 2:
+            gx, gy = grid
+            gz = 1
+        elif n == 3:
+            gx, gy, gz = grid
+        else:
+            gx = gy = gz = None
+        if type(gx) is int and type(gy) is int and type(gz) is int \
+                and 0 < gx <= self._max_x and 0 < gy <= self._max_y and 0 < gz <= self._max_z:
+            return gx, gy, gz
+        return normalize_grid(grid, v.opt, self._max_grid, v.binary.name)
 
     def _slow(self, args: Sequence[object], grid: object,
               stream: object) -> tuple[Variant, tuple[object, ...]]:
@@ -230,6 +288,7 @@ class Kernel:
                 self._key_indices = indices
                 self._nspec = len(sig.pointer_indices) + len(sig.int_indices)
                 self._key_fn = sig.key_function(indices)
+                self._lookup = sig.lookup_function(self._fast, indices)
         if self._stream_fn is driver._default_stream:
             self._stream_fn = driver.stream_getter(self._index)
         return sig
@@ -272,9 +331,7 @@ class Kernel:
         gx, gy, gz = normalize_grid(grid, v.opt, self._max_grid, v.binary.name)
         if not (gx and gy and gz):
             return
-        with v.lock:
-            v.packer.pack(args)
-            v.function.launch(gx, gy, gz, stream, v.packer)  # type: ignore[arg-type]
+        v.run_normalized(tuple(args), gx, gy, gz, stream)
 
     def _call_cpu(self, args: Sequence[object], grid: object) -> None:
         if grid is None:

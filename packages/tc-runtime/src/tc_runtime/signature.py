@@ -12,7 +12,7 @@ import ctypes
 import math
 import operator
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 # IR scalar kind -> (struct code, C spelling)
@@ -187,6 +187,17 @@ class Signature:
         It raises (TypeError, ValueError, ...) on anything unusual, a wrong argument count, a
         pointer that is not a plain int, a float where an int is expected; the caller then
         takes the slow path, which normalizes the arguments or reports the error clearly."""
+        return self._generate_key(extra, None)
+
+    def lookup_function(self, table: Mapping[tuple[Any, ...], Any],
+                        extra: Sequence[int] = ()) -> Callable[..., Any]:
+        """`lambda *args: table[key_function(extra)(*args)]` as one generated function (one
+        Python call per launch instead of two); raises KeyError for a key not in `table` yet,
+        and whatever `key_function` raises."""
+        return self._generate_key(extra, table)
+
+    def _generate_key(self, extra: Sequence[int],
+                      table: Mapping[tuple[Any, ...], Any] | None) -> Callable[..., Any]:
         n = len(self.kinds)
         params = ", ".join(f"a{i}" for i in range(n))
         pointers = set(self.pointer_indices)
@@ -205,10 +216,11 @@ class Signature:
         if checks:
             lines.append(f"    if {' or '.join(checks)}:")
             lines.append("        raise TypeError('not a plain int')")
-        lines.append(f"    return ({', '.join(parts)}{',' if len(parts) == 1 else ''})")
-        namespace: dict[str, Any] = {}
+        key = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+        lines.append(f"    return {key}" if table is None else f"    return table[{key}]")
+        namespace: dict[str, Any] = {"table": table}
         exec(compile("\n".join(lines), f"<tc key of {self.kernel}>", "exec"), namespace)
-        fn: Callable[..., tuple[Any, ...]] = namespace["key"]
+        fn: Callable[..., Any] = namespace["key"]
         return fn
 
     # ------------------------------------------------------------------------------- packing

@@ -23,9 +23,12 @@ INT32_LIMIT = 2**31
 def device_of(tensors: Sequence[torch.Tensor], op: str) -> torch.device:
     """The one device all tensors share (a clear error if they differ)."""
     first = tensors[0].device
-    if all(t.device == first for t in tensors[1:]) and first.type == "cuda" \
-            and first.index is not None:
-        return first  # the common case, cheaply
+    if tensors[0].is_cuda and first.index is not None:  # the common case, cheaply (a
+        for t in tensors[1:]:  # generator, or torch.device.type, costs more than the loop)
+            if t.device != first:
+                break
+        else:
+            return first
     devices = {t.device for t in tensors}
     if len(devices) != 1:
         names = ", ".join(sorted(str(d) for d in devices))
@@ -50,6 +53,16 @@ def stream_of(device: torch.device) -> int:
 
 # torch's fast accessor of the current stream handle (an int), when this build has it
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+_on_cuda: dict[torch.device, bool] = {}
+
+
+def on_cuda(device: torch.device) -> bool:
+    """device.type == "cuda", memoized (torch.device.type builds a new str on every access)."""
+    cuda = _on_cuda.get(device)
+    if cuda is None:
+        cuda = _on_cuda[device] = device.type == "cuda"
+    return cuda
 
 
 def tc_type(dtype: torch.dtype, op: str, allowed: Sequence[torch.dtype]) -> str:
@@ -90,9 +103,10 @@ def check_extent(op: str, *tensors: torch.Tensor) -> None:
 def launch(kernel: tc.Kernel, device: torch.device, grid: Any, *args: object) -> None:
     """Launch on the tensors' device: raw pointers and torch's current stream on the GPU; the
     tensors themselves on the interpreter (their memory is registered and bounds-checked)."""
-    if device.type == "cuda":
-        values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-        kernel(*values, grid=grid, stream=stream_of(device))
+    if on_cuda(device):
+        # no stream=: a kernel launches on torch's current stream of its device (read per
+        # launch, as stream_of does, and cheaper than passing it)
+        kernel(*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], grid=grid)
     else:
         kernel(*args, grid=grid)
 

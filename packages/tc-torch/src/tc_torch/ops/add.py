@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import tc_runtime as tc
 
-from ..devices import device_of, stream_of, tc_type
+from ..devices import device_of, on_cuda, tc_type
 
 SOURCE = """
 __global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
@@ -22,12 +22,12 @@ __global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
 
 BLOCK = 1024
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
-_kernels: dict[tuple[str, int | None, torch.dtype, int], tc.Kernel] = {}
+_kernels: dict[tuple[torch.device, torch.dtype, int], tc.Kernel] = {}
 
 
 def kernel_for(device: torch.device, dtype: torch.dtype, block: int = BLOCK) -> tc.Kernel:
     """The add kernel for (device, dtype, BLOCK), created once."""
-    key = (device.type, device.index, dtype, block)
+    key = (device, dtype, block)  # torch.device hashes and compares as (type, index)
     k = _kernels.get(key)
     if k is None:
         defines = {"TYPE": tc_type(dtype, "tc_torch.add", DTYPES), "BLOCK": block}
@@ -52,7 +52,12 @@ def _check(x: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
 
 def add_out(z: torch.Tensor, x: torch.Tensor, y: torch.Tensor, block: int = BLOCK) -> torch.Tensor:
     """z = x + y for contiguous tensors of one shape, dtype and device (no autograd)."""
-    device = device_of([z, x, y], "tc_torch.add")
+    return _add_into(z, x, y, device_of([z, x, y], "tc_torch.add"), block)
+
+
+def _add_into(z: torch.Tensor, x: torch.Tensor, y: torch.Tensor, device: torch.device,
+              block: int = BLOCK) -> torch.Tensor:
+    """add_out once `device` is known to be the device of all three tensors."""
     n = x.numel()
     if n >= 2**31:
         raise ValueError(f"tc_torch.add: {n} elements is more than the kernel's int index allows "
@@ -60,9 +65,9 @@ def add_out(z: torch.Tensor, x: torch.Tensor, y: torch.Tensor, block: int = BLOC
     k = kernel_for(device, x.dtype, block)
     if n == 0:
         return z
-    grid = (tc.cdiv(n, block),)
-    if device.type == "cuda":
-        k(z.data_ptr(), x.data_ptr(), y.data_ptr(), n, grid=grid, stream=stream_of(device))
+    grid = ((n + block - 1) // block,)  # tc.cdiv(n, block)
+    if on_cuda(device):  # the kernel launches on torch's current stream of its device
+        k(z.data_ptr(), x.data_ptr(), y.data_ptr(), n, grid=grid)
     else:  # the interpreter: pass the tensors so their memory is registered and bounds-checked
         k(z, x, y, n, grid=grid)
     return z
@@ -83,11 +88,13 @@ class _Add(torch.autograd.Function):
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y through the tc vector-add kernel (float32, float16, bfloat16, float64; CUDA or CPU)."""
     x, y = _check(x, y)
-    device_of([x, y], "tc_torch.add")
+    device = device_of([x, y], "tc_torch.add")
     tc_type(x.dtype, "tc_torch.add", DTYPES)
     if not (torch.is_grad_enabled() and (x.requires_grad or y.requires_grad)):
         x, y = x.contiguous(), y.contiguous()  # no autograd bookkeeping when no grad is needed
-        return add_out(torch.empty_like(x, memory_format=torch.contiguous_format), x, y)
+        # z is allocated on x's device: no need to check the three devices again
+        return _add_into(torch.empty_like(x, memory_format=torch.contiguous_format), x, y,
+                         device)
     apply: Any = _Add.apply
     out: torch.Tensor = apply(x, y)
     return out

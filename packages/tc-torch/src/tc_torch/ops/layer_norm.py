@@ -1,6 +1,8 @@
 """Layer normalization over the trailing dimensions (torch.nn.functional.layer_norm), forward
-and backward in tc kernels: a row per program for y and dx, a column block per program (looping
-over the rows, no atomics) for the weight and bias gradients."""
+and backward in tc kernels. Forward: a row per program. Backward, two stages without atomics
+(deterministic): programs of ROWS consecutive rows compute dx and sum dy * xhat and dy over their
+rows into partial buffers of shape [G, N] (G = cdiv(M, ROWS), see `backward_rows`); a second small
+kernel sums the G partial rows into dw and db, a column block per program."""
 
 from __future__ import annotations
 
@@ -20,14 +22,36 @@ from .rows import as_rows, row_stride
 OP = "tc_torch.layer_norm"
 #: A row is held in one tile of next_power_of_2(N) elements: N up to this.
 MAX_N = 65536
-#: Tile of the weight/bias gradient kernel (rows x columns).
-DW_BLOCK_M, DW_BLOCK_N = 32, 32
+#: Stage 1 of the backward runs G = cdiv(M, ROWS) programs, ROWS = backward_rows(M, BLOCK): about
+#: BWD_PARTIAL_ELEMS // BLOCK programs (G * BLOCK elements per partial buffer: 4 MiB in float32,
+#: so that the partials of dw and db stay in L2 for the reduction), but at least BWD_MIN_PROGRAMS
+#: (about 2 per SM of a 132-SM H100, the rows kernels with 16 warps being 1-2 resident per SM) and
+#: at most BWD_MAX_PROGRAMS (about 8 per SM, the 4-warp kernels of BLOCK <= 1024).
+BWD_PARTIAL_ELEMS = 1 << 20
+BWD_MIN_PROGRAMS, BWD_MAX_PROGRAMS = 256, 1024
+#: Elements of the reduction kernel's tile (BLOCK_M partial rows x BLOCK_N columns, 4 warps).
+REDUCE_TILE = 2048
+
+
+def backward_rows(m: int, block: int) -> int:
+    """ROWS, the rows per program of layer_norm_backward_dx for M = m rows of BLOCK = block:
+    ROWS = cdiv(M, P), P = min(BWD_MAX_PROGRAMS, max(BWD_MIN_PROGRAMS, BWD_PARTIAL_ELEMS // BLOCK)),
+    so that G = cdiv(M, ROWS) <= P (G = M, one row per program, when M <= P).
+    E.g. BLOCK 1024: P = 1024; BLOCK 4096 and 8192: P = 256; M = 16384 gives ROWS 16 and 64."""
+    programs = min(BWD_MAX_PROGRAMS, max(BWD_MIN_PROGRAMS, BWD_PARTIAL_ELEMS // max(block, 1)))
+    return max(1, tc.cdiv(m, programs))
+
+
+def reduce_tile(block: int) -> tuple[int, int]:
+    """(BLOCK_M, BLOCK_N) of layer_norm_backward_reduce: BLOCK_N = BLOCK / 128 within [8, 32], so
+    that N of 1024 and more give about 128 programs or more, BLOCK_M * BLOCK_N = REDUCE_TILE."""
+    block_n = min(32, max(8, block // 128))
+    return REDUCE_TILE // block_n, block_n
 
 
 def _defines(dtype: torch.dtype, n: int, has_w: bool, has_b: bool) -> dict[str, object]:
     return {"TYPE": tc_type(dtype, OP, FLOAT_DTYPES), "ACC": acc_type(dtype),
-            "BLOCK": tc.next_power_of_2(max(n, 1)), "HAS_W": int(has_w), "HAS_B": int(has_b),
-            "BLOCK_M": DW_BLOCK_M, "BLOCK_N": DW_BLOCK_N}
+            "BLOCK": tc.next_power_of_2(max(n, 1)), "HAS_W": int(has_w), "HAS_B": int(has_b)}
 
 
 def layer_norm_forward(x: torch.Tensor, n: int, w: torch.Tensor | None, b: torch.Tensor | None,
@@ -52,30 +76,42 @@ def layer_norm_forward(x: torch.Tensor, n: int, w: torch.Tensor | None, b: torch
 
 def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tensor | None,
                         has_b: bool, mean: torch.Tensor, rstd: torch.Tensor, need_dx: bool,
-                        need_dw: bool, need_db: bool
+                        need_dw: bool, need_db: bool, *, rows: int | None = None
                         ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """(dx, dw, db), each None where not needed (dw also without a weight, db without a bias).
+    `rows` overrides backward_rows (tests)."""
     device = device_of([dy, x, mean, rstd], OP)
-    rows = as_rows(x, n, OP)
+    xr = as_rows(x, n, OP)
     dyr = as_rows(dy, n, OP)
-    m = rows.shape[0]
+    m = xr.shape[0]
+    need_dw = need_dw and w is not None
+    need_db = need_db and has_b
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+    dw = torch.zeros(n, dtype=x.dtype, device=x.device) if need_dw else None
+    db = torch.zeros(n, dtype=x.dtype, device=x.device) if need_db else None
+    if not m or not n or not (need_dx or need_dw or need_db):
+        return dx, dw, db
     d = _defines(x.dtype, n, w is not None, has_b)
-    dx = dw = db = None
-    if need_dx:
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        if dx.numel():
-            k = get_kernel("layer_norm", "layer_norm_backward_dx", device, d,
-                           num_warps=rows_num_warps(int(str(d["BLOCK"]))))
-            dxr = dx.view(-1, n)
-            launch(k, device, (m,), dxr, dyr, rows, w if w is not None else rows, mean, rstd,
-                   row_stride(dxr), row_stride(dyr), row_stride(rows), m, n)
+    block = int(str(d["BLOCK"]))
+    r = backward_rows(m, block) if rows is None else max(1, int(rows))
+    g = tc.cdiv(m, r)
+    d.update(ROWS=r, NEED_DX=int(need_dx), NEED_DW=int(need_dw), NEED_DB=int(need_db))
+    acc = acc_dtype(x.dtype)
+    # [G, N] partial sums of dy * xhat and dy (a dummy pointer where not needed)
+    dwp = torch.empty((g, n), dtype=acc, device=x.device) if need_dw else mean
+    dbp = torch.empty((g, n), dtype=acc, device=x.device) if need_db else mean
+    dxr = dx.view(-1, n) if dx is not None else xr
+    k = get_kernel("layer_norm", "layer_norm_backward_dx", device, d,
+                   num_warps=rows_num_warps(block))
+    launch(k, device, (g,), dxr, dyr, xr, w if w is not None else xr, mean, rstd, dwp, dbp,
+           row_stride(dxr), row_stride(dyr), row_stride(xr), m, n)
     if need_dw or need_db:
-        dw = torch.zeros(n, dtype=x.dtype, device=x.device) if w is not None else None
-        db = torch.zeros(n, dtype=x.dtype, device=x.device) if has_b else None
-        if m and n:
-            k = get_kernel("layer_norm", "layer_norm_backward_dwdb", device, d, num_warps=4)
-            launch(k, device, (tc.cdiv(n, DW_BLOCK_N),), dw if dw is not None else rows,
-                   db if db is not None else rows, dyr, rows, mean, rstd, row_stride(dyr),
-                   row_stride(rows), m, n)
+        block_m, block_n = reduce_tile(block)
+        dr = {key: v for key, v in d.items() if key not in ("ROWS", "NEED_DX")}
+        dr.update(BLOCK_M=block_m, BLOCK_N=block_n)
+        k = get_kernel("layer_norm", "layer_norm_backward_reduce", device, dr, num_warps=4)
+        launch(k, device, (tc.cdiv(n, block_n),), dw if dw is not None else xr,
+               db if db is not None else xr, dwp, dbp, g, n)
     return dx, dw, db
 
 
