@@ -99,8 +99,24 @@ def test_integer_and_float_atomics(arch: str) -> None:
     assert re.search(r"atom\.global\.exch\.b32", ptx)
     # thread 0 does a scalar atomic, and its old value reaches every thread through shared memory
     # between two barriers
-    assert re.search(r"st\.shared\.b32.*\n(.*\n)*?\s*bar\.sync 0;\n(.*\n)*?\s*ld\.shared\.b32", ptx)
+    assert re.search(r"st\.shared\.b32.*\n(.*\n)*?\s*bar\.sync\s+0;\n(.*\n)*?\s*ld\.shared\.b32", ptx)
     assert k.cubin is not None
+
+
+TICKET = """
+__global__ void k(int* count, int* taken) {
+  int old = atomic_add(count, 1);
+  atomic_add(taken + old, 1);
+}
+"""
+
+
+def test_barriers_stay_out_of_thread_0_branches() -> None:
+    # bar.sync is .aligned: a warp whose threads reach it from different instructions hangs the
+    # block (seen on an H100 when LLVM copied the barrier into both sides of thread 0's branch).
+    # The broadcast of the old value has exactly two barriers, each reached by every thread.
+    ptx = compile(TICKET, options=CompileOptions(arch="sm_90")).ptx
+    assert len(re.findall(r"\bbar\.sync\b", ptx)) == 2
 
 
 # ------------------------------------------------------------------------ warps, alignment

@@ -103,7 +103,10 @@ class Ctx:
         return ir.Constant(I32, v)
 
     def barrier(self) -> None:
-        self.asm(ir.VoidType(), "bar.sync 0;", "~{memory}", [], side_effect=True)
+        # The intrinsic, not inline asm: LLVM knows it is convergent, so it never duplicates it
+        # into the two sides of a branch that only some threads take (bar.sync is .aligned:
+        # reached from different instructions by one warp's threads, it hangs the block).
+        self.call("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
 
     def map_of(self, t: TileType) -> ThreadMap:
         if t.layout is None:
