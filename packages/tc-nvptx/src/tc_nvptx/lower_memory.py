@@ -342,6 +342,12 @@ _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "fmax": "fma
         "umin": "umin", "fmin": "fmin", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}  # fmt: skip
 
 
+#: Atomics acquire and release (Triton's default, acq_rel): a spin lock built from atomic_cas and
+#: atomic_xchg then orders the plain loads and stores between them (with relaxed atomics the
+#: H100 let programs read a stale counter inside the lock).
+_ORDERING = "acq_rel"
+
+
 def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pred: ir.Value | None) -> ir.Value:
     """One element's atomic, done only where pred holds (result: the old value, else 0)."""
     b = ctx.b
@@ -352,8 +358,8 @@ def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pr
             kind = _RMW.get(op.kind)
             if kind is None:
                 raise lowering_error(f"unknown atomic {op.kind}", op.loc)
-            return b.atomic_rmw(kind, ptr, args[0], "monotonic")
-        r = b.cmpxchg(ptr, args[0], args[1], "monotonic", "monotonic")
+            return b.atomic_rmw(kind, ptr, args[0], _ORDERING)
+        r = b.cmpxchg(ptr, args[0], args[1], _ORDERING, "acquire")
         return b.extract_value(r, 0)
 
     if pred is None:
@@ -374,6 +380,14 @@ def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pr
 
 
 def lower_atomic(ctx: Ctx, op: Operation) -> None:
+    # LLVM's NVPTX back end keeps the ordering of cmpxchg but emits read-modify-write atomics as
+    # relaxed: fences around the op make each of them acquire-release as a whole
+    ctx.b.fence(_ORDERING)
+    _lower_atomic(ctx, op)
+    ctx.b.fence(_ORDERING)
+
+
+def _lower_atomic(ctx: Ctx, op: Operation) -> None:
     ptr = op.operands[0]
     nargs = 2 if isinstance(op, AtomicCASOp) else 1
     args_v = op.operands[1 : 1 + nargs]
