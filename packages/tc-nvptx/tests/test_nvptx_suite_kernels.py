@@ -114,9 +114,11 @@ __global__ void k(int* count, int* taken) {
 def test_barriers_stay_out_of_thread_0_branches() -> None:
     # bar.sync is .aligned: a warp whose threads reach it from different instructions hangs the
     # block (seen on an H100 when LLVM copied the barrier into both sides of thread 0's branch).
-    # The broadcast of the old value has exactly two barriers, each reached by every thread.
+    # Each scalar atomic has one barrier before it (it releases every thread's earlier stores) and
+    # the first, whose old value is used, two more around its broadcast: 4, each reached by every
+    # thread once (a copy into a branch would make more).
     ptx = compile(TICKET, options=CompileOptions(arch="sm_90")).ptx
-    assert len(re.findall(r"\bbar\.sync\b", ptx)) == 2
+    assert len(re.findall(r"\bbar\.sync\b", ptx)) == 4
 
 
 # ------------------------------------------------------------------------ warps, alignment

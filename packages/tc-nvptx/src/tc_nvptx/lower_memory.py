@@ -407,7 +407,11 @@ def _lower_atomic(ctx: Ctx, op: Operation) -> None:
         assert isinstance(t, TileType)
         ctx.values[op.result] = TileVal(ctx.map_of(t), vals, t.element)
         return
-    # a scalar atomic: thread 0 does it, the old value is broadcast through shared memory
+    # a scalar atomic: thread 0 does it, the old value is broadcast through shared memory. The
+    # program is one thread of the language: the barrier first makes every thread's earlier
+    # stores part of what thread 0's atomic releases (a lock released by atomic_xchg after a
+    # plain update of the data it guards, as in a spin lock)
+    ctx.barrier()
     pred = ctx.thread0()
     if mask is not None:
         pred = ctx.b.and_(pred, ctx.scalar(mask))
