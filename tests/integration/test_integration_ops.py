@@ -207,6 +207,29 @@ def test_tensors_on_different_devices_are_refused() -> None:
 
 @gpu_only
 @pytest.mark.gpu
+def test_matmul_tf32_on_the_gpu() -> None:
+    # tf32 tensor cores: within tf32's error of the float64 product, and not the exact float32
+    # result (which the default precision gives)
+    a = torch.randn(300, 257, device="cuda")
+    b = torch.randn(257, 190, device="cuda")
+    ref = a.double() @ b.double()
+
+    def rel(c: torch.Tensor) -> float:
+        return float((c.double() - ref).norm() / ref.norm())
+
+    tf32 = tc_torch.matmul(a, b, precision="tf32")
+    ieee = tc_torch.matmul(a, b)
+    assert rel(tf32) < 2e-3 and rel(ieee) < 1e-6 and rel(tf32) > 10 * rel(ieee)
+    ga = torch.randn(300, 257, device="cuda", requires_grad=True)
+    loss: Any = tc_torch.matmul(ga, b, precision="tf32").sum()
+    loss.backward()
+    assert ga.grad is not None
+    g_ref = torch.ones(300, 190, device="cuda", dtype=torch.float64) @ b.double().t()
+    assert float((ga.grad.double() - g_ref).norm() / g_ref.norm()) < 2e-3
+
+
+@gpu_only
+@pytest.mark.gpu
 def test_ops_under_cuda_graph_capture() -> None:
     torch.manual_seed(0)
     x = torch.randn(256, 1000, device="cuda", dtype=torch.float16)

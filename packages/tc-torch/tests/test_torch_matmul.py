@@ -86,8 +86,28 @@ def test_matmul_refusals() -> None:
         tc_torch.matmul(torch.randn(2, 3, 4), torch.randn(3, 4, 2))
     with pytest.raises(ValueError, match="precision must be"):
         tc_torch.matmul(torch.randn(3, 4), torch.randn(4, 2), precision="fast")
-    with pytest.raises(NotImplementedError, match="tf32"):
-        tc_torch.matmul(torch.randn(3, 4), torch.randn(4, 2), precision="tf32")
+    with pytest.raises(ValueError, match="tf32' applies to float32"):
+        tc_torch.matmul(torch.randn(3, 4, dtype=torch.float64), torch.randn(4, 2,
+                        dtype=torch.float64), precision="tf32")
+
+
+def test_matmul_tf32_on_the_interpreter_is_exact_and_differentiable() -> None:
+    # the interpreter computes float32 products exactly, tf32 or not; the option must still
+    # reach a kernel of its own (not the ieee one) and the backward
+    a = torch.randn(9, 7, requires_grad=True)
+    b = torch.randn(7, 5, requires_grad=True)
+    c = tc_torch.matmul(a, b, precision="tf32")
+    torch.testing.assert_close(c, a @ b, atol=1e-5, rtol=1e-5)
+    loss: Any = c.sum()
+    loss.backward()
+    assert a.grad is not None and b.grad is not None
+    torch.testing.assert_close(a.grad, torch.ones(9, 5) @ b.detach().t(), atol=1e-5, rtol=1e-5)
+    from tc_torch.ops.matmul import kernel_for
+
+    dev = torch.device("cpu")
+    assert kernel_for(torch.float32, False, False, dev, precision="tf32").compile_options == {
+        "fp32_dot": "tf32"}
+    assert kernel_for(torch.float32, False, False, dev).compile_options == {}
 
 
 def test_matmul_expanded_operands_read_in_place() -> None:
@@ -138,7 +158,7 @@ def test_matmul_is_auto_tuned_per_shape(monkeypatch: pytest.MonkeyPatch,
     """With several configurations the runtime tunes once per (M, N, K) (on the interpreter it
     checks that they agree and keeps the first), and the result is right for each shape."""
     cfgs = [mm._cfg(32, 32, 16, 4, 1), mm._cfg(16, 64, 8, 2, 1)]
-    monkeypatch.setattr(mm, "configs_for", lambda dtype, device: cfgs)
+    monkeypatch.setattr(mm, "configs_for", lambda dtype, device, precision="ieee": cfgs)
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
     for m, n, k in ((40, 24, 20), (40, 24, 20), (17, 70, 33)):
         a = torch.randint(-3, 4, (m, k)).float()

@@ -131,12 +131,13 @@ def compile_error_types() -> tuple[type[BaseException], ...]:
 def compile_source(source: str, *, defines: Mapping[str, str], kernel: str | None, arch: str,
                    num_warps: int, num_stages: int,
                    specialization: tuple[str | None, ...] | None,
-                   filename: str) -> KernelBinary:
-    """Source -> KernelBinary through tc_nvptx.compile (raises TcCompileError for user errors)."""
+                   filename: str, options: Mapping[str, object] | None = None) -> KernelBinary:
+    """Source -> KernelBinary through tc_nvptx.compile (raises TcCompileError for user errors).
+    `options`: extra tc_opt.CompileOptions fields (fp32_dot, precise_math)."""
     compile_fn = require("tc_nvptx", "compile")
     options_cls = require("tc_opt", "CompileOptions")
     options = options_cls(arch=arch, num_warps=num_warps, num_stages=num_stages,
-                          specialization=specialization)
+                          specialization=specialization, **dict(options or {}))
     ck = compile_fn(source, defines=dict(defines), kernel=kernel, options=options,
                     filename=filename)
     return KernelBinary.from_compiled(ck)

@@ -34,6 +34,7 @@ from .options import (
     Options,
     check_num_stages,
     check_num_warps,
+    compile_options,
     normalize_defines,
     normalize_grid,
 )
@@ -116,7 +117,8 @@ class Kernel:
                  num_warps: int = 4, num_stages: int = 3,
                  autotune_configs: Sequence[Config] | None = None,
                  autotune_key: Sequence[str] | None = None, name: str | None = None,
-                 filename: str = "<source>") -> None:
+                 filename: str = "<source>", *, fp32_dot: str = "ieee",
+                 precise_math: bool = False) -> None:
         if not isinstance(src, str):
             raise TypeError(f"kernel source must be a str, got {type(src).__name__}")
         if not src.strip():
@@ -125,6 +127,9 @@ class Kernel:
             raise ValueError(f"name must be the identifier of a __global__ kernel, got {name!r}")
         self.source = src
         self.filename = filename
+        #: extra compiler options (non-default fp32_dot / precise_math), part of the cache key;
+        #: the interpreter ignores them (it computes float32 products and math exactly)
+        self.compile_options = compile_options(fp32_dot, precise_math)
         self.name = name
         self.device_type, self.device_index = parse_device(device)
         fixed, axes = normalize_defines(defines)
@@ -389,7 +394,7 @@ class Kernel:
     def base_key(self, index: int = 0) -> dict[str, Any]:
         """The cache-key components shared by everything compiled for configuration `index`."""
         return base_key(self._source_for_key(index), self.filename, self.name,
-                        self.configs[index].defines)
+                        self.configs[index].defines, self.compile_options)
 
     def _resolve_signature(self) -> Signature:
         """The kernel's argument kinds and names, from the disk cache or the front end."""
@@ -491,7 +496,8 @@ class Kernel:
         return compile_cached(self.source, filename=self.filename, name=self.name,
                               defines=config.defines, arch=self._device.arch,
                               num_warps=config.num_warps, num_stages=config.num_stages,
-                              spec=spec, base=self.base_key(index))
+                              spec=spec, base=self.base_key(index),
+                              options=self.compile_options)
 
     def _default_spec(self) -> tuple[int, ...]:
         sig = self._resolve_signature()
@@ -584,15 +590,19 @@ def kernel(src: str, device: object = "cuda", defines: Mapping[str, object] | No
            num_warps: int = 4, num_stages: int = 3, autotune_configs: Sequence[Config] | None = None,
            autotune_key: Sequence[str] | None = None, name: str | None = None,
            filename: str = "<source>", *,
-           autotune_vals: Sequence[Config] | None = None) -> Kernel:
+           autotune_vals: Sequence[Config] | None = None, fp32_dot: str = "ieee",
+           precise_math: bool = False) -> Kernel:
     """tc.kernel(src, device, defines, ...): a launchable kernel (see `Kernel`).
-    `autotune_vals` is the matmul tutorial's spelling of `autotune_configs`."""
+    `autotune_vals` is the matmul tutorial's spelling of `autotune_configs`. `fp32_dot="tf32"`
+    makes float32 `@` products use tf32 tensor cores (exact float32 by default);
+    `precise_math=True` compiles accurate exp, log, sin, cos, exp2, log2 and IEEE division
+    instead of the fast approximate versions the language uses by default."""
     if autotune_vals is not None:
         if autotune_configs is not None:
             raise TypeError("give autotune_configs or autotune_vals, not both")
         autotune_configs = autotune_vals
     return Kernel(src, device, defines, num_warps, num_stages, autotune_configs, autotune_key,
-                  name, filename)
+                  name, filename, fp32_dot=fp32_dot, precise_math=precise_math)
 
 
 def load(path: str | Path | KernelBinary, device: object = "cuda",

@@ -184,3 +184,24 @@ def normalize_grid(grid: object, opt: Options, max_grid: Sequence[int] = DEFAULT
                              f"limit of {max_grid[i]}")
         out[i] = v
     return out[0], out[1], out[2]
+
+
+#: fp32_dot values: the float32 product of `@` (exact by default, tf32 tensor cores on request).
+FP32_DOT = ("ieee", "tf32")
+
+
+def compile_options(fp32_dot: object = "ieee", precise_math: object = False) -> dict[str, object]:
+    """The compiler options a kernel asks for beyond the defaults, checked: `fp32_dot` ("ieee" or
+    "tf32") and `precise_math` (accurate exp, log, sin, ... and IEEE division instead of the fast
+    approximate versions the language has by default). Only non-default values are kept, so
+    that kernels without options share their cache entries with earlier versions."""
+    if fp32_dot not in FP32_DOT:
+        raise ValueError(f"fp32_dot must be 'ieee' or 'tf32', got {fp32_dot!r}")
+    if not isinstance(precise_math, bool):
+        raise TypeError(f"precise_math must be True or False, got {precise_math!r}")
+    out: dict[str, object] = {}
+    if fp32_dot != "ieee":
+        out["fp32_dot"] = fp32_dot
+    if precise_math:
+        out["precise_math"] = True
+    return out

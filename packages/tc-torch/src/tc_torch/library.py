@@ -29,12 +29,13 @@ def source(name: str) -> str:
 def get_kernel(file: str, name: str, device: torch.device, defines: Mapping[str, object],
                num_warps: int = 4, num_stages: int = 3,
                configs: Sequence[tc.Config] | None = None,
-               key: Sequence[str] | None = None) -> tc.Kernel:
+               key: Sequence[str] | None = None, fp32_dot: str = "ieee") -> tc.Kernel:
     """The kernel `name` of kernels/<file>.tc on `device` with `defines`; with several `configs`
-    the runtime auto-tunes them per value of the arguments named in `key`."""
+    the runtime auto-tunes them per value of the arguments named in `key`. `fp32_dot` is the
+    runtime's option of that name (float32 products: "ieee" or "tf32")."""
     cfg_key = tuple(c.key() for c in configs) if configs else ()
     k = (file, name, device.type, device.index, tuple(sorted((a, str(b)) for a, b in defines.items())),
-         num_warps, num_stages, cfg_key, tuple(key or ()))
+         num_warps, num_stages, cfg_key, tuple(key or ()), fp32_dot)
     kern = _kernels.get(k)
     if kern is None:
         with _lock:
@@ -44,7 +45,7 @@ def get_kernel(file: str, name: str, device: torch.device, defines: Mapping[str,
                                  num_warps=num_warps, num_stages=num_stages,
                                  autotune_configs=list(configs) if configs else None,
                                  autotune_key=list(key) if key and configs else None, name=name,
-                                 filename=f"tc_torch/kernels/{file}.tc")
+                                 filename=f"tc_torch/kernels/{file}.tc", fp32_dot=fp32_dot)
                 _kernels[k] = kern
     return kern
 

@@ -58,23 +58,27 @@ FMA_CONFIGS = [
 CPU_CONFIG = _cfg(32, 32, 16, 4, 1)
 
 
-def configs_for(dtype: torch.dtype, device: torch.device) -> list[tc.Config]:
+def configs_for(dtype: torch.dtype, device: torch.device, precision: str = "ieee") -> list[tc.Config]:
     if device.type == "cpu":
         return [CPU_CONFIG]
-    return TENSOR_CORE_CONFIGS if dtype in (torch.float16, torch.bfloat16) else FMA_CONFIGS
+    if dtype in (torch.float16, torch.bfloat16) or (dtype == torch.float32 and precision == "tf32"):
+        return TENSOR_CORE_CONFIGS  # (tf32 tiles that need too much shared memory are skipped)
+    return FMA_CONFIGS
 
 
 def kernel_for(dtype: torch.dtype, trans_a: bool, trans_b: bool, device: torch.device,
-               configs: list[tc.Config] | None = None) -> tc.Kernel:
-    """The matmul kernel of one (dtype, variant, device), auto-tuned over `configs` on (M, N, K)."""
+               configs: list[tc.Config] | None = None, precision: str = "ieee") -> tc.Kernel:
+    """The matmul kernel of one (dtype, variant, device, float32 precision), auto-tuned over
+    `configs` on (M, N, K)."""
     defines: dict[str, object] = {"TYPE": tc_type(dtype, OP, FLOAT_DTYPES), "ACC": acc_type(dtype),
                                   **A_VARIANTS[trans_a], **B_VARIANTS[trans_b]}
-    cfgs = configs if configs is not None else configs_for(dtype, device)
+    cfgs = configs if configs is not None else configs_for(dtype, device, precision)
     if len(cfgs) == 1:
         c = cfgs[0]
         return get_kernel("matmul", "matmul", device, {**defines, **c.defines}, c.num_warps,
-                          c.num_stages)
-    return get_kernel("matmul", "matmul", device, defines, configs=cfgs, key=["M", "N", "K"])
+                          c.num_stages, fp32_dot=precision)
+    return get_kernel("matmul", "matmul", device, defines, configs=cfgs, key=["M", "N", "K"],
+                      fp32_dot=precision)
 
 
 def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
@@ -89,7 +93,7 @@ def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
 
 
 def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
-               configs: list[tc.Config] | None = None) -> torch.Tensor:
+               configs: list[tc.Config] | None = None, precision: str = "ieee") -> torch.Tensor:
     """c = a @ b for a (Z|1, M, K), b (Z|1, K, N) and a contiguous c (Z, M, N); a batch of 1 is
     broadcast (batch stride 0). No autograd."""
     device = device_of([c, a, b], OP)
@@ -102,7 +106,7 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     check_extent(OP, a, b, c)
     if z > 65535:
         raise ValueError(f"{OP}: a batch of {z} matrices is more than the grid allows (65535)")
-    kern = kernel_for(a.dtype, ta, tb, device, configs)
+    kern = kernel_for(a.dtype, ta, tb, device, configs, precision)
     saz = int(a.stride(0)) if a.shape[0] > 1 else 0
     sbz = int(b.stride(0)) if b.shape[0] > 1 else 0
 
@@ -113,26 +117,29 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     return c
 
 
-def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:
     """a @ b for 2-D or 3-D operands (a batch of 1 or a 2-D operand broadcasts)."""
     a3 = a if a.dim() == 3 else a.unsqueeze(0)
     b3 = b if b.dim() == 3 else b.unsqueeze(0)
     z = max(a3.shape[0], b3.shape[0])
     c = torch.empty((z, a3.shape[1], b3.shape[2]), dtype=a.dtype, device=a.device)
-    matmul_out(c, a3, b3)
+    matmul_out(c, a3, b3, precision=precision)
     return c if a.dim() == 3 or b.dim() == 3 else c[0]
 
 
 class _Matmul(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor:
         ctx.save_for_backward(a, b)
-        return _mm(a, b)
+        ctx.precision = precision
+        return _mm(a, b, precision)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, dc: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    def backward(ctx: Any, dc: torch.Tensor
+                 ) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
         a, b = ctx.saved_tensors
+        p = ctx.precision
         dc = dc.to(a.dtype)
         da = db = None
         a_batched = a.dim() == 3 and a.shape[0] > 1
@@ -140,25 +147,25 @@ class _Matmul(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             bt = b.transpose(-1, -2)
             if a_batched or not b_batched:  # same batch as dC: one product per batch
-                da = _mm(dc, bt)
+                da = _mm(dc, bt, p)
                 if da.dim() == 3 and a.dim() == 3 and a.shape[0] == 1 and da.shape[0] != 1:
                     da = da.sum(0, keepdim=True)
             else:  # a broadcast over b's batch
                 be = b if b.dim() == 3 else b.unsqueeze(0)
                 da = _mm(dc.transpose(0, 1).reshape(dc.shape[1], -1),
-                         be.transpose(-1, -2).reshape(-1, be.shape[1]))
+                         be.transpose(-1, -2).reshape(-1, be.shape[1]), p)
                 da = da.reshape(a.shape)
         if ctx.needs_input_grad[1]:
             at = a.transpose(-1, -2)
             if b_batched or not a_batched:
-                db = _mm(at, dc)
+                db = _mm(at, dc, p)
                 if db.dim() == 3 and b.dim() == 3 and b.shape[0] == 1 and db.shape[0] != 1:
                     db = db.sum(0, keepdim=True)
             else:  # b broadcast over a's batch: A' [K, Z*M] @ dC' [Z*M, N]
                 ae = a.contiguous()
-                db = _mm(ae.reshape(-1, ae.shape[-1]).t(), dc.reshape(-1, dc.shape[-1]))
+                db = _mm(ae.reshape(-1, ae.shape[-1]).t(), dc.reshape(-1, dc.shape[-1]), p)
                 db = db.reshape(b.shape)
-        return da, db
+        return da, db, None
 
 
 def _check(a: object, b: object, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,9 +180,6 @@ def _check(a: object, b: object, precision: str) -> tuple[torch.Tensor, torch.Te
     if precision == "tf32":
         if a.dtype != torch.float32:
             raise ValueError(f"{OP}: precision='tf32' applies to float32 operands, got {a.dtype}")
-        raise NotImplementedError(
-            f"{OP}: precision='tf32' needs a way to ask for a tf32 product in Triton-C, which the "
-            f"language does not have yet; use precision='ieee' (exact float32 products)")
     if a.dim() not in (2, 3) or b.dim() not in (2, 3):
         raise ValueError(f"{OP}: operands must be 2-D matrices or 3-D batches of matrices, got "
                          f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
@@ -192,10 +196,12 @@ def _check(a: object, b: object, precision: str) -> tuple[torch.Tensor, torch.Te
 def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:
     """a @ b for 2-D matrices or 3-D batches (a batch of 1 or a 2-D operand broadcasts), in
     float32, float16, bfloat16 or float64, differentiable. Products accumulate in float32 (float64
-    for float64). `precision` is the float32 product: "ieee" (exact; the default) or "tf32"."""
+    for float64). `precision` is the float32 product: "ieee" (exact; the default) or "tf32"
+    (tensor cores on the GPU, about 1e-3 relative error, also in the backward; the interpreter
+    computes it exactly)."""
     a, b = _check(a, b, precision)
     if not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
-        return _mm(a, b)
+        return _mm(a, b, precision)
     apply: Any = _Matmul.apply
-    out: torch.Tensor = apply(a, b)
+    out: torch.Tensor = apply(a, b, precision)
     return out
