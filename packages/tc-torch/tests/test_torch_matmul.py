@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -188,3 +189,27 @@ def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
     expected = mm.FMA_CONFIGS if dtype == torch.float32 else mm.TENSOR_CORE_CONFIGS
     assert kw["autotune_configs"] == expected and len(expected) > 1
     assert kw["defines"]["USE_A"] == "^a" and kw["defines"]["USE_B"] == "b"
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_kernel_copies_operands_asynchronously_without_spills(ta: bool, tb: bool) -> None:
+    # the GPU code of the op's kernel, for its largest tensor-core tile: every operand load a
+    # 16-byte cp.async (operands masked, not wrapped with % M / % N, keep their contiguity) and no
+    # local-memory spills (ptxas -v)
+    import shutil
+
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], "MB": 128,
+               "NB": 256, "KB": 64}
+    ck = tc_nvptx.compile(source("matmul"), defines=defines, options=CompileOptions(
+        arch="sm_90", num_warps=8, num_stages=3, specialization=("divisible_by_16",) * 12))
+    assert "ld.global" not in ck.ptx and "cp.async.cg.shared.global" in ck.ptx
+    assert set(re.findall(r"cp\.async\.\w+\.shared\.global \[%r\d+\], \[%rd\d+\], (\d+)",
+                          ck.ptx)) == {"16"}
+    if shutil.which("ptxas"):
+        assert ck.spills == 0
