@@ -60,3 +60,18 @@ def test_interpreter_accepts_the_options() -> None:
     c = np.zeros((32, 32), np.float32)
     tc.kernel(DOT, device="cpu", fp32_dot="tf32")(c, a, b, grid=(1,))
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)  # the reference stays exact
+
+
+EXP = """
+__global__ void e(float* Y, float* X) {
+    int n[128] = 0 ... 128;
+    *(Y + n) = exp(*(X + n));
+}
+"""
+
+
+def test_precise_math_reaches_the_compiler() -> None:
+    fast = tc.build(EXP, arch="sm_90").ptx
+    precise = tc.build(EXP, arch="sm_90", precise_math=True).ptx
+    assert "ex2.approx" in fast  # the language's exp is the fast one by default
+    assert ".approx" not in precise

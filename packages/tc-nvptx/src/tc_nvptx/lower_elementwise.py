@@ -8,6 +8,7 @@ import llvmlite.ir as ir
 from tc_ir.ops import AddPtrOp, BinaryOp, CastOp, CmpOp, FmaOp, SelectOp, UnaryOp, Value
 from tc_ir.types import IRType, PointerType, ScalarType, TileType, element_of
 
+from . import precise_math
 from .context import Ctx, TileVal, lowering_error
 from .llvm_types import F32, I32, llvm_type, memory_type
 from .lowerings import lowers
@@ -171,16 +172,15 @@ def _approx(ctx: Ctx, instr: str, x: ir.Value) -> ir.Value:
 
 
 def unary_f32(ctx: Ctx, kind: str, x: ir.Value, approx: bool) -> ir.Value:
+    """An fp32 math function. approx=True: the MUFU instructions (ex2/lg2/sin/cos.approx, a few
+    ulp near 0 only in absolute terms, no range reduction for sin/cos); approx=False: the
+    accurate sequences of precise_math.py (about 1 ulp, sin/cos over the whole float range)."""
     b = ctx.b
+    if not approx and kind in precise_math.FUNCTIONS:
+        ops = precise_math.LlvmOps(b, ctx.call, ctx.asm)
+        return precise_math.FUNCTIONS[kind](ops, x)  # type: ignore[no-any-return]
     if kind == "exp":
-        if approx:
-            return _approx(ctx, "ex2.approx.f32", b.fmul(x, ir.Constant(F32, LOG2E)))
-        # exp(x) = 2^n * exp(r), r = x - n ln2 in [-ln2/2, ln2/2], with ln2 split for accuracy
-        n = ctx.call("llvm.rint.f32", F32, [b.fmul(x, ir.Constant(F32, LOG2E))])
-        r = ctx.call("llvm.fma.f32", F32, [n, ir.Constant(F32, -0.693145751953125), x])
-        r = ctx.call("llvm.fma.f32", F32, [n, ir.Constant(F32, -1.428606765330187e-06), r])
-        er = _approx(ctx, "ex2.approx.f32", b.fmul(r, ir.Constant(F32, LOG2E)))
-        return b.fmul(er, _approx(ctx, "ex2.approx.f32", n))
+        return _approx(ctx, "ex2.approx.f32", b.fmul(x, ir.Constant(F32, LOG2E)))
     if kind == "log":
         return b.fmul(_approx(ctx, "lg2.approx.f32", x), ir.Constant(F32, LN2))
     if kind == "exp2":

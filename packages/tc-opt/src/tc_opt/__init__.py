@@ -15,6 +15,7 @@ from .pass_manager import Pass, PassManager, PassVerificationError, format_timin
 from .rematerialize import Rematerialize
 from .resources import CheckResources, ResourceLimitError, max_shared_bytes
 from .pipeline import gpu_pipeline
+from .precise_math import PreciseMath
 from .shared_alloc import AllocateShared, Allocation, allocate
 from .specialize import SpecializeArguments
 
@@ -36,6 +37,7 @@ __all__ = [
     "Pass",
     "PassManager",
     "PassVerificationError",
+    "PreciseMath",
     "Rematerialize",
     "RemoveTrivialConverts",
     "ResourceLimitError",

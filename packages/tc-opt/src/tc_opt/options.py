@@ -60,9 +60,18 @@ class CompileOptions:
     #: fp32 division `/`: False (the default, as in Triton 3.x) gives div.full.f32, at most 2 ulp
     #: from the IEEE quotient and several times cheaper; True gives the IEEE-rounded div.rn.f32.
     precise_div: bool = False
+    #: The math built-ins: False (the default) keeps exp and log the fast approximate versions the
+    #: language specifies (ex2.approx / lg2.approx, like __expf); True makes every math op accurate
+    #: (tc_nvptx.precise_math: about 1 ulp, sin/cos over the whole float range, see the
+    #: PreciseMath pass) and implies precise_div (IEEE-rounded fp32 division): setting it sets precise_div.
+    precise_math: bool = False
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.precise_math and not self.precise_div:
+            object.__setattr__(self, "precise_div", True)  # frozen: the one implied option
 
     @property
     def sm(self) -> int:

@@ -12,6 +12,7 @@ from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
 from .pass_manager import PassManager
 from .pipeline_loops import PipelineLoops
+from .precise_math import PreciseMath
 from .rematerialize import Rematerialize
 from .resources import CheckResources
 from .shared_alloc import AllocateShared
@@ -23,6 +24,7 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
     o = options or CompileOptions()
     passes = [
         SpecializeArguments(o),
+        PreciseMath(o),
         Canonicalize(o),
         CombineDotAdd(o),
         LoopInvariantCodeMotion(o),
