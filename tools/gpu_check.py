@@ -339,11 +339,15 @@ def softmax_bench(r: Report) -> None:
     import json as _json
 
     for row in _json.loads(out.read_text())["rows"]:
-        tc_, torch_, triton_ = row.get("tc"), row.get("torch"), row.get("triton")
-        if tc_ and torch_:
-            extra = f", {tc_ / triton_:.2f}x Triton" if triton_ else ""
-            r.number(f"softmax {row['dtype']} {row['M']}x{row['N']}",
-                     f"{tc_:.0f} GB/s = {tc_ / torch_:.2f}x torch{extra}")
+        _ratio_row(r, f"softmax {row['dtype']} {row['M']}x{row['N']}", row)
+
+
+def _ratio_row(r: Report, name: str, row: dict[str, Any]) -> None:
+    """One benchmark row (GB/s per provider) as tc's figure and its ratios to torch and Triton."""
+    tc_, torch_, triton_ = row.get("tc"), row.get("torch"), row.get("triton")
+    if tc_ and torch_:
+        extra = f", {tc_ / triton_:.2f}x Triton" if triton_ else ""
+        r.number(name, f"{tc_:.0f} GB/s = {tc_ / torch_:.2f}x torch{extra}")
 
 
 def memory_bench(r: Report) -> None:
@@ -364,11 +368,7 @@ def memory_bench(r: Report) -> None:
         if "cold ms" in row:
             r.number(row["op"], f"cold {row['cold ms']:.0f} ms, cached {row['cached ms']:.1f} ms")
             continue
-        tc_, torch_, triton_ = row.get("tc"), row.get("torch"), row.get("triton")
-        if tc_ and torch_:
-            extra = f", {tc_ / triton_:.2f}x Triton" if triton_ else ""
-            r.number(f"{row['op']} {row['dtype']} {row['M']}x{row['N']}",
-                     f"{tc_:.0f} GB/s = {tc_ / torch_:.2f}x torch{extra}")
+        _ratio_row(r, f"{row['op']} {row['dtype']} {row['M']}x{row['N']}", row)
 
 
 def sweeps(r: Report) -> None:
