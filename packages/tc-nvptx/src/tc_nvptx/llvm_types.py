@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import llvmlite.ir as ir
 from tc_ir.types import ElementType, PointerType, ScalarType
@@ -88,3 +89,16 @@ def constant(t: ElementType, value: int | float | bool) -> ir.Value:
     if t.name == "f32":
         return ir.Constant(ty, struct.unpack("<f", struct.pack("<f", f))[0] if abs(f) < 3.5e38 or f != f or f in (float("inf"), float("-inf")) else f)
     return ir.Constant(ty, f)
+
+
+def join(b: ir.IRBuilder, first: Sequence[ir.Value], first_block: ir.Block,
+         second: Sequence[ir.Value], second_block: ir.Block) -> list[ir.Value]:
+    """At the block where two paths meet: one phi per value, taking `first` from `first_block`
+    and `second` from `second_block`."""
+    out: list[ir.Value] = []
+    for f, s in zip(first, second, strict=True):
+        phi = b.phi(f.type)
+        phi.add_incoming(f, first_block)
+        phi.add_incoming(s, second_block)
+        out.append(phi)
+    return out

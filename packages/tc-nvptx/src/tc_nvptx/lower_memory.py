@@ -17,7 +17,7 @@ from tc_ir.types import PointerType, ScalarType, TileType, element_of
 
 from .context import Ctx, TileVal, lowering_error
 from .layout_math import ThreadMap
-from .llvm_types import I1, I8, I16, I32, I64, bits_of, llvm_type, memory_type
+from .llvm_types import I1, I8, I16, I32, I64, bits_of, join, llvm_type, memory_type
 
 Key = tuple[int, ...]
 
@@ -257,13 +257,7 @@ def load_vector(
     slow_end = b.block
     b.branch(join_bb)
     b.position_at_end(join_bb)
-    out = []
-    for f, s in zip(fast, slow):
-        phi = b.phi(f.type)
-        phi.add_incoming(f, fast_end)
-        phi.add_incoming(s, slow_end)
-        out.append(phi)
-    return out
+    return join(b, fast, fast_end, slow, slow_end)
 
 
 def lower_load(ctx: Ctx, op: LoadOp) -> None:

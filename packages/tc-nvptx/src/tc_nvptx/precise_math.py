@@ -40,6 +40,8 @@ from typing import Any, Protocol, TypeVar
 
 import llvmlite.ir as ir
 
+from .llvm_types import join
+
 V = TypeVar("V")
 
 
@@ -464,14 +466,10 @@ class LlvmOps:
     def d_to_f(self, a: ir.Value) -> ir.Value:
         return self.b.fptrunc(a, F32)
 
-    def dadd(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return self.b.fadd(a, b)
-
-    def dsub(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return self.b.fsub(a, b)
-
-    def dmul(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return self.b.fmul(a, b)
+    # LLVM's arithmetic takes its width from the operands: the f64 steps are the same calls
+    dadd = add
+    dsub = sub
+    dmul = mul
 
     def dfma(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
         return self.call("llvm.fma.f64", F64, [a, b, c])
@@ -500,10 +498,5 @@ class LlvmOps:
         with b.if_then(cond, likely=False):
             vals = slow()
             slow_end = b.block
-        out = []
-        for f, s in zip(fast, vals):
-            phi = b.phi(f.type)
-            phi.add_incoming(f, before)
-            phi.add_incoming(s, slow_end)
-            out.append(phi)
+        out = join(b, fast, before, vals, slow_end)
         return out[0], out[1]
