@@ -121,6 +121,28 @@ def test_barriers_stay_out_of_thread_0_branches() -> None:
     assert len(re.findall(r"\bbar\.sync\b", ptx)) == 4
 
 
+STORES = """
+__global__ void k(int* counter, float* small, float* big) {
+  *counter = *counter + 1;                          // a scalar: every thread loads it
+  *(small + 0 ... 32) = *(small + 0 ... 32) + 1.0;  // 32 elements on 128 threads: replicas
+  *(big + 0 ... 1024) = *(big + 0 ... 1024) + 1.0;  // 8 elements per thread: no replicas
+}
+"""
+
+
+def test_one_thread_stores_each_element() -> None:
+    # `*c = *c + 1` reads before it writes in the language; were every warp to store, a warp that
+    # loads late reads another warp's store and adds again (an H200 counted a spin-locked counter
+    # too high). The scalar store is predicated (thread 0), so is the replicated tile's (the
+    # owning replica); the tile every thread holds a distinct part of stores unpredicated.
+    ptx = compile(STORES, options=CompileOptions(arch="sm_90")).ptx
+    stores = re.findall(r"^\s*(@%p\d+ )?st\.global(\.v\d)?\.(b32|f32)", ptx, re.M)
+    assert len(stores) == 4, stores  # the counter, one 32-bit store of `small`, big's 2 x v4
+    predicated = [st for st in stores if st[0]]
+    assert len(predicated) == 2 and all(not st[1] for st in predicated)
+    assert sum(1 for st in stores if st[1] == ".v4" and not st[0]) == 2
+
+
 # ------------------------------------------------------------------------ warps, alignment
 
 

@@ -85,10 +85,19 @@ class FakeCuda:
     def cuDevicePrimaryCtxRetain(self, dev: int) -> tuple[Result, int]:
         return Result.CUDA_SUCCESS, 500 + dev
 
+    def cuDevicePrimaryCtxGetState(self, dev: int) -> tuple[Result, int, bool]:
+        return Result.CUDA_SUCCESS, 0, True
+
+    def cuDevicePrimaryCtxRelease(self, dev: int) -> tuple[Result]:
+        return (Result.CUDA_SUCCESS,)
+
     def cuCtxSetCurrent(self, ctx: int) -> tuple[Result]:
         self.current_ctx = ctx
         self.calls.append(("ctx", ctx))
         return (Result.CUDA_SUCCESS,)
+
+    def cuCtxGetCurrent(self) -> tuple[Result, int]:
+        return Result.CUDA_SUCCESS, self.current_ctx or 0
 
     def cuCtxSynchronize(self) -> tuple[Result]:
         return (Result.CUDA_SUCCESS,)
@@ -194,10 +203,14 @@ class FakeCuda:
         return Result.CUDA_SUCCESS, found[0], found[1]
 
     def cuPointerGetAttribute(self, which: str, ptr: int) -> tuple[Result, int]:
+        """The allocation's (primary) context; DEVICE_ORDINAL says 0 whatever the device, as the
+        real driver did on a two-H200 machine."""
         found = self._find(int(ptr))
         if found is None:
             return Result.CUDA_ERROR_INVALID_VALUE, 0
-        return Result.CUDA_SUCCESS, found[2]
+        if which == "CU_POINTER_ATTRIBUTE_CONTEXT":
+            return Result.CUDA_SUCCESS, 500 + found[2]
+        return Result.CUDA_SUCCESS, 0
 
     # events
     def cuEventCreate(self, flags: Any) -> tuple[Result, int]:
@@ -227,6 +240,7 @@ def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(driver, "_streams", {})
     monkeypatch.setattr(driver, "_cstreams", {0: None})
     monkeypatch.setattr(driver, "_several", False)
+    monkeypatch.setattr(driver, "_primary_owners", {})
     monkeypatch.setattr(driver, "_raw_launch", cu.raw_launch if request.param == "ctypes"
                         else False)
     monkeypatch.setattr(driver, "stream_getter", lambda index: lambda i: 0)
@@ -403,16 +417,30 @@ def test_second_device_context_stream_and_pointer_check(fake: FakeCuda,
     k0 = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
     k1 = tc.kernel(ACC_SRC, device="cuda:1", defines={"BLOCK": 32})
     assert driver.several_contexts()
+    assert fake.current_ctx == 500  # the first device's; creating cuda:1's kernel kept it
+    def last_launch() -> tuple[Any, ...]:
+        return [c for c in fake.calls if c[0] == "launch"][-1]
+
     k1(on1.ctypes.data, 64, grid=(2,))
-    launch = fake.calls[-1]
-    assert launch[0] == "launch" and launch[4] == 7001 and launch[5] == 501  # cuda:1's context
+    launch = last_launch()
+    assert launch[4] == 7001 and launch[5] == 501  # cuda:1's stream, in cuda:1's context
+    assert fake.current_ctx == 500  # and the caller's context (torch's device) is back
     k0(on0.ctypes.data, 64, grid=(2,))
-    assert fake.calls[-1][4] == 7000 and fake.calls[-1][5] == 500
-    k1(on1.ctypes.data, 64, grid=(2,), stream=42)
-    assert fake.calls[-1][4] == 42
+    assert last_launch()[4] == 7000 and last_launch()[5] == 500
+    for _ in range(2):  # the second launch takes the cached fast path
+        k1(on1.ctypes.data, 64, grid=(2,), stream=42)
+        launch = last_launch()
+        assert launch[4] == 42 and launch[5] == 501 and fake.current_ctx == 500
+    fake.current_ctx = 501  # the caller on cuda:1 (torch.cuda.set_device(1))
+    k0(on0.ctypes.data, 64, grid=(2,))
+    assert last_launch()[5] == 500 and fake.current_ctx == 501
+    assert driver.pointer_device(on1.ctypes.data) == 1 and driver.pointer_device(on0.ctypes.data) == 0
     with pytest.raises(ValueError, match=r"argument 1 \('z'\).*points to memory on cuda:1, but "
                                          r"this kernel runs on cuda:0"):
-        k0(on1.ctypes.data, 33, grid=(2,))  # checked once per new key (not on the fast path)
+        k0(on1.ctypes.data, 33, grid=(2,))  # a new key: the slow path
+    with pytest.raises(ValueError, match=r"points to memory on cuda:1, but this kernel runs on "
+                                         r"cuda:0"):
+        k0(on1.ctypes.data, 64, grid=(2,))  # a cached key: checked while several GPUs are in use
 
 
 def test_precompiled_kernel_file(fake: FakeCuda, tmp_path: Path) -> None:

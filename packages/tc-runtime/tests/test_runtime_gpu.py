@@ -124,15 +124,26 @@ def test_second_gpu() -> None:
         pytest.skip("needs two GPUs")
     k1 = tc.kernel(ADD_SRC, device="cuda:1", defines={"BLOCK": 256})
     k0 = tc.kernel(ADD_SRC, device="cuda:0", defines={"BLOCK": 256})
-    for dev, k in (("cuda:1", k1), ("cuda:0", k0), ("cuda:1", k1)):
+    for dev, k in (("cuda:1", k1), ("cuda:0", k0), ("cuda:1", k1), ("cuda:1", k1)):
         x = torch.rand(3000, device=dev)
         z = torch.empty_like(x)
         k(z.data_ptr(), x.data_ptr(), x.data_ptr(), 3000, grid=(12,))
         assert torch.equal(z, x + x)
-    x0 = torch.rand(3001, device="cuda:0")
-    with pytest.raises(ValueError, match="points to memory on cuda:0, but this kernel runs on "
-                                         "cuda:1"):
-        k1(x0.data_ptr(), x0.data_ptr(), x0.data_ptr(), 3001, grid=(12,))
+        assert torch.cuda.current_device() == 0  # launching on cuda:1 left torch's device alone
+    with torch.cuda.device(1):  # the caller on cuda:1 launches a kernel of cuda:0
+        x = torch.rand(3000, device="cuda:0")
+        z = torch.empty_like(x)
+        k0(z.data_ptr(), x.data_ptr(), x.data_ptr(), 3000, grid=(12,))
+        assert torch.cuda.current_device() == 1 and torch.equal(z, x + x)
+    x0 = torch.rand(3000, device="cuda:0")
+    for n in (3000, 3008):  # a specialization launched before (the fast path), and a new one
+        with pytest.raises(ValueError, match="points to memory on cuda:0, but this kernel runs "
+                                             "on cuda:1"):
+            k1(x0.data_ptr(), x0.data_ptr(), x0.data_ptr(), n, grid=(12,))
+    x = torch.rand(3000, device="cuda:1")  # ... and cuda:1 still works
+    z = torch.empty_like(x)
+    k1(z.data_ptr(), x.data_ptr(), x.data_ptr(), 3000, grid=(12,))
+    assert torch.equal(z, x + x)
 
 
 @pytest.mark.parametrize("backend", ["torch", "driver"])

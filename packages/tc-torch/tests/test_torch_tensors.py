@@ -80,3 +80,17 @@ def test_softmax_and_transpose_gradients_through_views() -> None:
     assert gradcheck(lambda v: tc_torch.softmax(v[:, 1:17]), (leaf,))
     assert gradcheck(lambda v: tc_torch.softmax(v.t()), (leaf,))
     assert gradcheck(lambda v: tc_torch.transpose(v[::2, 3:]), (leaf,))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+                    reason="needs two CUDA GPUs")
+@pytest.mark.parametrize("name, op", ONE_TENSOR, ids=[t[0] for t in ONE_TENSOR])
+def test_ops_on_the_second_gpu(name: str, op: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Tensors on cuda:1 run on cuda:1 (the kernels of cuda:0 would fault on that memory), and the
+    caller's current device stays cuda:0."""
+    x = torch.randn(4, 4)
+    want = op(x)  # the interpreter's answer
+    got = op(x.to("cuda:1"))
+    assert got.device == torch.device("cuda:1") and torch.cuda.current_device() == 0
+    torch.testing.assert_close(got.cpu(), want, rtol=2e-3, atol=2e-3)

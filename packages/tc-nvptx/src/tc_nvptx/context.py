@@ -190,7 +190,11 @@ class Ctx:
                     zero(self.lane_part(d.lane_stride, d.tpw))
                 if d.wpc > 1:
                     zero(self.warp_part(d.warp_stride, d.wpc))
-            elif d.mode == "wrap":
+            elif d.mode == "wrap" and d.warp_step:  # tensor-core layouts: warps may wrap
+                if d.wpc * d.warp_step > d.size:
+                    w = self.warp_part(d.warp_stride, d.wpc)
+                    cond = e.and_(cond, e.icmp_unsigned("<", e.mul(w, ir.Constant(I32, d.warp_step)), ir.Constant(I32, d.size)))
+            elif d.mode == "wrap" and d.spt * d.tpw * d.wpc > d.size:  # (== size: no replicas)
                 t = self.lane_part(d.lane_stride, d.tpw) if d.tpw > 1 else ir.Constant(I32, 0)
                 if d.wpc > 1:
                     t = e.add(e.mul(self.warp_part(d.warp_stride, d.wpc), ir.Constant(I32, d.tpw)), t)

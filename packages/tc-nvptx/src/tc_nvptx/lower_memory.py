@@ -311,25 +311,43 @@ def store_vector(
 
 
 def lower_store(ctx: Ctx, op: StoreOp) -> None:
+    """A store done by one thread per element: thread 0 for a scalar, the owning replica of a
+    tile element that several threads hold.
+
+    Why not every holder: the program is one thread of the language, so `*c = *c + 1` reads
+    before it writes; were every warp to store, a warp that loads late could read another warp's
+    store and add its own increment again (seen on an H200: a counter guarded by a spin lock
+    came out larger than the sum of its increments)."""
     ptr, value = op.operands[0], op.operands[1]
     mask = op.operands[2] if len(op.operands) > 2 else None
     elem = _pointee(ptr)
+    b = ctx.b
     if not isinstance(ptr.type, TileType):
-        masks = [ctx.scalar(mask)] if mask is not None else None
+        pred = ctx.thread0()
+        if mask is not None:
+            pred = b.and_(pred, ctx.scalar(mask))
         v = ctx.values[value]
         if isinstance(v, TileVal):
             v = next(iter(v.vals.values()))
-        store_vector(ctx, [ctx.scalar(ptr)], [v], masks, elem, True)  # type: ignore[list-item]
+        store_vector(ctx, [ctx.scalar(ptr)], [v], [pred], elem, True)  # type: ignore[list-item]
         return
     pv = ctx.tile(ptr)
     m = pv.map
+    owner = ctx.owner(m)
+    replicated = not (isinstance(owner, ir.Constant) and owner.constant == 1)
     dim, vec = vector_dim(ctx, ptr, m, elem)
     uniform = mask_uniform(ctx, mask, m, vec, dim)
     for keys in chunks(m, vec, dim):
         ptrs = [pv.vals[k] for k in keys]
         vals = [_get(ctx, value, k) for k in keys]
-        masks = [_get(ctx, mask, k) for k in keys] if mask is not None else None
-        store_vector(ctx, ptrs, vals, masks, elem, uniform)  # type: ignore[arg-type]
+        masks: list[ir.Value] | None = None
+        if mask is not None:
+            masks = [_get(ctx, mask, k) for k in keys]  # type: ignore[misc]
+            if replicated:
+                masks = [b.and_(owner, mk) for mk in masks]
+        elif replicated:
+            masks = [owner] * len(keys)
+        store_vector(ctx, ptrs, vals, masks, elem, uniform or mask is None)  # type: ignore[arg-type]
 
 
 _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "fmax": "fmax", "min": "min",

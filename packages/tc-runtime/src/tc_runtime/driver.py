@@ -9,10 +9,11 @@ it. `Any` is used only for cuda-python objects (it ships no type information).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from . import knobs
@@ -129,7 +130,8 @@ class Device:
         self.handle: Any = check(cu.cuDeviceGet(index), "cuDeviceGet", error=TcDeviceError)
         self.context: Any = check(cu.cuDevicePrimaryCtxRetain(self.handle),
                                   "cuDevicePrimaryCtxRetain", error=TcDeviceError)
-        check(cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent", error=TcDeviceError)
+        if not _current_context():  # a fresh thread: ours; never displace the caller's (torch's)
+            check(cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent", error=TcDeviceError)
         raw = check(cu.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
         self.name: str = (raw.split(b"\0", 1)[0].decode() if isinstance(raw, bytes) else str(raw))
         attr = cu.CUdevice_attribute
@@ -152,9 +154,37 @@ class Device:
     def make_current(self) -> None:
         check(_module().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
 
-    def synchronize(self) -> None:
+    def enter(self) -> Any:
+        """Make this device's context current; return the context to give back to `leave`
+        (None when ours was current already or none was).
+
+        Why not just make ours current: the current context is also the CUDA runtime's current
+        device, so torch's "cuda" would silently mean the device of the last launch."""
+        prev = check(_module().cuCtxGetCurrent(), "cuCtxGetCurrent")
+        if int(prev) == int(self.context):
+            return None
         self.make_current()
-        check(_module().cuCtxSynchronize(), "cuCtxSynchronize")
+        return prev if int(prev) else None
+
+    @staticmethod
+    def leave(prev: Any) -> None:
+        """Give the current context back to `prev` (from `enter`)."""
+        if prev is not None:
+            check(_module().cuCtxSetCurrent(prev), "cuCtxSetCurrent")
+
+    @contextlib.contextmanager
+    def current(self) -> Iterator[None]:
+        """`with device.current():` driver calls in this device's context; the caller's current
+        context (and so torch's current device) is unchanged afterwards."""
+        prev = self.enter()
+        try:
+            yield
+        finally:
+            self.leave(prev)
+
+    def synchronize(self) -> None:
+        with self.current():
+            check(_module().cuCtxSynchronize(), "cuCtxSynchronize")
 
     def __repr__(self) -> str:
         return f"<cuda:{self.index} {self.name} {self.arch}>"
@@ -172,6 +202,11 @@ def get_device(index: int) -> Device:
             _devices[index] = dev
             _several = len(_devices) > 1
     return dev
+
+
+def _current_context() -> int:
+    """The current context's handle as an int (0: none is current in this thread)."""
+    return int(check(_module().cuCtxGetCurrent(), "cuCtxGetCurrent"))
 
 
 def several_contexts() -> bool:
@@ -325,19 +360,22 @@ class Function:
 
     def launch(self, gx: int, gy: int, gz: int, stream: int, params: LaunchParams) -> None:
         """Launch on a (gx, gy, gz) grid with the arguments packed in `params`."""
-        if _several:  # several devices in use: ours must be the current context
-            self.module.device.make_current()
-        raw = self._raw
-        if raw is not None:
-            s = _cstreams.get(stream, False)
-            if s is False:
-                s = cstream(stream)
-            err = raw(self._chandle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, s,
-                      params.pointers, None)
-        else:
-            res = self._launch(self.handle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes,
-                               stream_object(stream), params.address, 0)
-            err = res[0]
+        prev = self.module.device.enter() if _several else None
+        try:
+            raw = self._raw
+            if raw is not None:
+                s = _cstreams.get(stream, False)
+                if s is False:
+                    s = cstream(stream)
+                err = raw(self._chandle, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, s,
+                          params.pointers, None)
+            else:
+                res = self._launch(self.handle, gx, gy, gz, self.block_x, 1, 1,
+                                   self.shared_bytes, stream_object(stream), params.address, 0)
+                err = res[0]
+        finally:
+            if prev is not None:
+                Device.leave(prev)
         if err:
             self._failed(err, gx, gy, gz, stream, params)
 
@@ -356,7 +394,7 @@ class Function:
         to `foreign(args, gx, gy, gz, stream)`, which must use another buffer (and a lock)."""
         handle, chandle, block_x, shared = self.handle, self._chandle, self.block_x, \
             self.shared_bytes
-        make_current, failed = self.module.device.make_current, self._failed
+        enter, leave, failed = self.module.device.enter, Device.leave, self._failed
         get_ident, owner = threading.get_ident, threading.get_ident()
         raw = self._raw
         if raw is not None:
@@ -377,9 +415,12 @@ class Function:
                         s = cstreams[stream] = ctypes.c_void_p(stream)
                 else:
                     s = None
-                if _several:  # several devices in use: ours must be the current context
-                    make_current()
-                err = raw(chandle, gx, gy, gz, block_x, 1, 1, shared, s, pointers, None)
+                if _several:  # several devices in use: launch in ours, then give the caller's back
+                    prev = enter()
+                    err = raw(chandle, gx, gy, gz, block_x, 1, 1, shared, s, pointers, None)
+                    leave(prev)
+                else:
+                    err = raw(chandle, gx, gy, gz, block_x, 1, 1, shared, s, pointers, None)
                 if err:
                     failed(err, gx, gy, gz, stream, params)
                 return None
@@ -402,8 +443,11 @@ class Function:
             if s is None:
                 s = streams[stream] = cu.CUstream(stream)
             if _several:
-                make_current()
-            err = launch(handle, gx, gy, gz, block_x, 1, 1, shared, s, address, 0)[0]
+                prev = enter()
+                err = launch(handle, gx, gy, gz, block_x, 1, 1, shared, s, address, 0)[0]
+                leave(prev)
+            else:
+                err = launch(handle, gx, gy, gz, block_x, 1, 1, shared, s, address, 0)[0]
             if err:
                 failed(err, gx, gy, gz, stream, params)
             return None
@@ -442,7 +486,6 @@ class Module:
                  kernel: str) -> None:
         cu = _module()
         self.device = device
-        device.make_current()
         image: bytes
         if cubin:
             image = cubin
@@ -450,9 +493,10 @@ class Module:
             image = ptx.encode() + b"\0"
         else:
             raise TcLaunchError(f"kernel '{kernel}' has neither PTX nor cubin to load", kernel=kernel)
-        self.handle: Any = check(cu.cuModuleLoadData(image), "cuModuleLoadData (loading the "
-                                 + ("cubin" if cubin else "PTX") + ")", kernel=kernel,
-                                 error=TcLaunchError)
+        with device.current():
+            self.handle: Any = check(cu.cuModuleLoadData(image), "cuModuleLoadData (loading the "
+                                     + ("cubin" if cubin else "PTX") + ")", kernel=kernel,
+                                     error=TcLaunchError)
 
     def function(self, name: str, *, num_warps: int, shared_bytes: int) -> Function:
         return Function(self, name, num_warps=num_warps, shared_bytes=shared_bytes)
@@ -472,10 +516,10 @@ class DeviceBuffer:
     """Raw device memory from cuMemAlloc (for the L2 flush buffer and tests)."""
 
     def __init__(self, device: Device, nbytes: int) -> None:
-        device.make_current()
         self.device = device
         self.nbytes = nbytes
-        self.ptr = int(check(_module().cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
+        with device.current():
+            self.ptr = int(check(_module().cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
 
     def copy_from_device_async(self, src: int, nbytes: int, stream: int = 0) -> None:
         copy_device_async(self.ptr, src, nbytes, stream)
@@ -544,18 +588,55 @@ def address_range(pointer: int) -> tuple[int, int] | None:
 
 def pointer_device(pointer: int) -> int | None:
     """The ordinal of the device whose memory holds `pointer`, or None when the driver does not
-    know it (host memory, a raw number)."""
+    know it (host memory, a raw number).
+
+    Why the context and not CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: on a two-H200 machine (driver
+    of CUDA 13, cuda-bindings 13.3) that attribute said 0 for memory torch allocated on cuda:1,
+    while the allocation's context was right. The context is matched against the devices'
+    primary contexts; the ordinal is only the fallback for memory of another context."""
     if not pointer:
         return None
     cu = _module()
+    attrs = cu.CUpointer_attribute
     try:
-        res = cu.cuPointerGetAttribute(
-            cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer)
+        res = cu.cuPointerGetAttribute(attrs.CU_POINTER_ATTRIBUTE_CONTEXT, pointer)
     except Exception:
         return None
     if res[0]:
         return None
+    owner = _primary_context_owner(int(res[1]))
+    if owner is not None:
+        return owner
     try:
-        return int(res[1])
-    except (TypeError, ValueError):
+        res = cu.cuPointerGetAttribute(attrs.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer)
+        return None if res[0] else int(res[1])
+    except Exception:
         return None
+
+
+#: primary context handle -> device ordinal, for the primary contexts seen active so far
+_primary_owners: dict[int, int] = {}
+
+
+def _primary_context_owner(context: int) -> int | None:
+    """The ordinal of the device whose primary context is `context`, or None. Only devices whose
+    primary context is active are asked (retaining an inactive one would create it)."""
+    if not context:
+        return None
+    found = _primary_owners.get(context)
+    if found is not None:
+        return found
+    cu = _module()
+    for index in range(device_count()):
+        dev = _devices.get(index)
+        if dev is not None:
+            _primary_owners[int(dev.context)] = index
+            continue
+        handle = check(cu.cuDeviceGet(index), "cuDeviceGet")
+        state = cu.cuDevicePrimaryCtxGetState(handle)
+        if state[0] or not state[2]:  # an error, or inactive: no memory of ours can live there
+            continue
+        ctx = check(cu.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain")
+        _primary_owners[int(ctx)] = index
+        check(cu.cuDevicePrimaryCtxRelease(handle), "cuDevicePrimaryCtxRelease")
+    return _primary_owners.get(context)

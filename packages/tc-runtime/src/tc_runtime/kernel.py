@@ -228,6 +228,8 @@ class Kernel:
             run = v.run_normalized
         else:
             run = v.run
+            if driver._several:  # memory of another GPU would fault: checked on every launch
+                self._check_devices(self._signature or self._resolve_signature(), args)
         if type(grid) is not tuple:
             if callable(grid):
                 grid = grid(v.opt)
@@ -319,7 +321,9 @@ class Kernel:
             return self.first_working(spec)
         handle = self._stream_fn(self._index) if stream is None else (
             stream if type(stream) is int else _stream_handle(stream))
-        return autotune.tune_gpu(self, spec, values, args, grid, handle)
+        assert self._device is not None
+        with self._device.current():  # its events, copies and flushes belong to our device
+            return autotune.tune_gpu(self, spec, values, args, grid, handle)
 
     def first_working(self, spec: tuple[int, ...]) -> Variant:
         """The first configuration that compiles and loads (TC_SKIP_AUTOTUNING=1)."""
