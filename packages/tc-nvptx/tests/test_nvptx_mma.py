@@ -47,10 +47,32 @@ def test_spec_matmuls_use_tensor_cores(name: str, var: str, ty: str, arch: str) 
     d = dict(DEFINES[name][var], TYPE=ty)
     k = build(name, d, arch=arch)
     suffix = "f16.f16" if ty == "half" else "bf16.bf16"
-    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{suffix}.f32" in k.ptx
-    assert "ldmatrix.sync.aligned.m8n8.x4" in k.ptx
+    rows, cols = int(d.get("TM", d.get("MB", 0))), int(d.get("TN", d.get("NB", 0)))  # type: ignore[call-overload]
+    if arch == "sm_90" and rows >= 64:  # a warpgroup (the 4 warps) takes 64-row blocks: wgmma
+        assert k.arch == "sm_90a"  # wgmma exists on sm_90a only
+        assert f"wgmma.mma_async.sync.aligned.m64n{cols}k16.f32.{suffix}" in k.ptx
+        assert "mma.sync" not in k.ptx and "ldmatrix" not in k.ptx  # operands stay in shared memory
+        # cp.async writes reach wgmma (the async proxy) through a fence; the accumulator is read
+        # after the wait only
+        assert "fence.proxy.async.shared::cta" in k.ptx and "wgmma.wait_group.sync.aligned 0" in k.ptx
+    else:
+        assert k.arch == arch
+        assert f"mma.sync.aligned.m16n8k16.row.col.f32.{suffix}.f32" in k.ptx
+        assert "ldmatrix.sync.aligned.m8n8.x4" in k.ptx
     assert "fma.rn.f32" not in k.ptx
     assert k.cubin is not None
+
+
+@needs_ptxas
+@pytest.mark.parametrize("var, trans_a, trans_b", [("NN", 0, 1), ("NT", 0, 0), ("TN", 1, 1), ("TT", 1, 0)])
+def test_wgmma_reads_either_major_order(var: str, trans_a: int, trans_b: int) -> None:
+    # wgmma's "transpose" flags mean M (A) or N (B) is the contiguous dimension in shared memory:
+    # A [TM, TK] row-major is K-major (0), the spec's ^a of a [TK, TM] tile M-major (1); B [TK, TN]
+    # row-major is N-major (1), ^b of a [TN, TK] tile K-major (0)
+    d = dict(DEFINES["matmul_fused_trans.tc"][var], TYPE="half")
+    ptx = build("matmul_fused_trans.tc", d, arch="sm_90").ptx
+    flags = set(re.findall(r"wgmma\.mma_async[^;]*, p, 1, 1, (\d), (\d);", ptx))
+    assert flags == {(str(trans_a), str(trans_b))}
 
 
 @needs_ptxas

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from tc_ir.ops import Module
+from tc_ir.layouts import Mma
+from tc_ir.ops import DotOp, Module
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
 from tc_opt.pipeline import gpu_pipeline
@@ -103,6 +104,19 @@ def frontend_module(
     return lower(unit, kernel)
 
 
+def target_arch(module: Module, arch: str) -> str:
+    """The architecture to emit for: sm_90a (its wgmma) when a dot of the module runs on wgmma
+    (Mma layout version 3), else `arch`. The cubin then runs on sm_90 devices only, which are
+    the ones that chose wgmma."""
+    if arch != "sm_90":
+        return arch
+    for op in module.walk():
+        lay = getattr(op.results[0].type, "layout", None) if op.results else None
+        if isinstance(op, DotOp) and isinstance(lay, Mma) and lay.version == 3:
+            return "sm_90a"
+    return arch
+
+
 def compile_module(
     module: Module,
     options: CompileOptions | None = None,
@@ -134,13 +148,14 @@ def compile_module(
     asm["llvm"] = llvm_text(llmod, options.num_warps)
     timings["lower to LLVM IR"] = time.perf_counter() - start
     check_shared(int(module.attributes.get("shared_bytes", 0)), options, f.loc)
+    arch = target_arch(module, options.arch)
     start = time.perf_counter()
-    ptx = emit_ptx(asm["llvm"], options.arch)
+    ptx = emit_ptx(asm["llvm"], arch)
     timings["LLVM O3 + PTX emission"] = time.perf_counter() - start
     asm["ptx"] = ptx
     kernel = CompiledKernel(
         name=f.name,
-        arch=options.arch,
+        arch=arch,
         ptx=ptx,
         cubin=None,
         signature=signature,
@@ -153,7 +168,7 @@ def compile_module(
     )
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()
-        cubin, info = assemble(ptx, options.arch)
+        cubin, info = assemble(ptx, arch)
         timings["ptxas"] = time.perf_counter() - start
         kernel.cubin = cubin
         kernel.registers = info.registers

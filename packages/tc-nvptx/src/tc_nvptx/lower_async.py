@@ -23,6 +23,7 @@ from .context import Ctx, TileVal, lowering_error
 from .layout_math import ThreadMap
 from .llvm_types import I8, I32, bits_of, memory_type
 from .lower_memory import chunks, load_vector, vector_width
+from .lower_wgmma import fence_for_async_proxy
 from .lowerings import lowers
 from .swizzle import SharedView
 
@@ -111,6 +112,7 @@ def lower_local_alloc(ctx: Ctx, op: LocalAllocOp) -> None:
             raise lowering_error("internal error: local_alloc of a non-tile", op.loc)
         ctx.barrier()  # earlier readers of this memory are done
         store_tile(ctx, view, src)
+        fence_for_async_proxy(ctx)  # (wgmma reads shared memory through the async proxy)
         ctx.barrier()  # the stores are visible to every thread
     ctx.values[op.result] = view
 
@@ -133,8 +135,8 @@ def lower_local_load(ctx: Ctx, op: LocalLoadOp) -> None:
     t = op.result.type
     assert isinstance(t, TileType)
     lay = t.layout
-    if isinstance(lay, DotOperand) and not isinstance(lay.parent, Mma):
-        ctx.values[op.result] = view  # the FMA dot reads shared memory itself
+    if isinstance(lay, DotOperand) and (not isinstance(lay.parent, Mma) or lay.parent.version == 3):
+        ctx.values[op.result] = view  # the FMA dot and wgmma read shared memory themselves
         return
     if isinstance(lay, DotOperand) and isinstance(t.element, ScalarType) and t.element.bits == 16:
         from .lower_mma import load_operand
@@ -209,3 +211,4 @@ def lower_async_commit(ctx: Ctx, op: AsyncCommitGroupOp) -> None:
 @lowers("tc.async_wait")
 def lower_async_wait(ctx: Ctx, op: AsyncWaitOp) -> None:
     ctx.asm(ir.VoidType(), f"cp.async.wait_group {int(op.pending)};", "~{memory}", [], side_effect=True)
+    fence_for_async_proxy(ctx)  # this thread's copies, for wgmma (the barrier after publishes them)

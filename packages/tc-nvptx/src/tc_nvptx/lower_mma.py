@@ -1,5 +1,5 @@
 """The dot: tensor cores (mma.sync m16n8k16 for fp16/bf16, m16n8k8 for tf32) when the
-accumulator has an Mma layout, FMA otherwise (exact fp32, operands read from shared memory).
+accumulator has an Mma layout (wgmma for version 3: lower_wgmma), FMA otherwise (exact fp32, operands read from shared memory).
 
 Tensor-core operands come from swizzled shared memory through ldmatrix (x4 where it can: four
 8x8 matrices per instruction; .trans when K is not the contiguous dimension of the tile in shared
@@ -18,6 +18,7 @@ from tc_ir.types import ElementType, ScalarType, TileType
 from .context import Ctx, SharedTile, TileVal, lowering_error
 from .llvm_types import F32, I32, bits_of, llvm_type, memory_type
 from .lowerings import lowers
+from .lower_wgmma import lower_wgmma
 from .swizzle import SharedView
 
 Key = tuple[int, ...]
@@ -223,6 +224,11 @@ def lower_dot(ctx: Ctx, op: DotOp) -> None:
     a = ctx.values[op.operands[0]]
     bv = ctx.values[op.operands[1]]
     acc = ctx.tile(op.operands[2])
+    if isinstance(acc.map.layout, Mma) and acc.map.layout.version == 3:
+        if not isinstance(a, SharedView) or not isinstance(bv, SharedView):
+            raise lowering_error("internal error: wgmma operands are not in shared memory", op.loc)
+        lower_wgmma(ctx, op, a, bv, acc)
+        return
     if isinstance(acc.map.layout, Mma):
         if not isinstance(a, TileVal) or not isinstance(bv, TileVal):
             raise lowering_error("internal error: tensor-core dot operands are not in registers", op.loc)

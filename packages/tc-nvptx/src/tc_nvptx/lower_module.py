@@ -50,7 +50,7 @@ def lower_to_llvm(module: Module, options: CompileOptions | None = None) -> ir.M
     smem = ir.GlobalVariable(lm, ir.ArrayType(I8, 0), "tc_shared", addrspace=3)
     smem.type = ir.PointerType(addrspace=3)  # an opaque pointer, so GEPs of any element type work
     smem.linkage = "external"
-    smem.align = 16
+    smem.align = 1024  # swizzled tiles (tc_opt.shared_alloc.SWIZZLED_ALIGN)
     shared = 0
     for f in module.functions:
         shared = max(shared, _kernel(lm, f, options, smem))

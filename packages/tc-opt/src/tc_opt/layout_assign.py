@@ -84,9 +84,10 @@ def coalesced_layout(ptr: Value, axes: AxisAnalysis, num_warps: int) -> Blocked:
 class _Solver:
     """Spreads layouts over the values of one function."""
 
-    def __init__(self, function: Function, num_warps: int) -> None:
+    def __init__(self, function: Function, num_warps: int, arch: str = "sm_80") -> None:
         self.f = function
         self.num_warps = num_warps
+        self.arch = arch
         self.layout: dict[Value, Layout] = {}
         self.queue: deque[tuple[Value, Layout]] = deque()
         self.users: dict[Value, list[Operation]] = {}
@@ -179,7 +180,7 @@ class _Solver:
         others: list[tuple[Value, Layout]] = []
         for op in self.f.walk():
             if isinstance(op, DotOp):  # tensor-core accumulators come first
-                mma = dot_result_layout(op, self.num_warps)
+                mma = dot_result_layout(op, self.num_warps, self.arch)
                 if mma is not None:
                     self.queue.append((op.results[0], mma))
             if isinstance(op, MEMORY) and is_tile(op.operands[0]):
@@ -391,7 +392,7 @@ class AssignLayouts(Pass):
         module.attributes["num_warps"] = nw
         for f in module.functions:
             axes = AxisAnalysis(f)
-            solver = _Solver(f, nw)
+            solver = _Solver(f, nw, self.options.arch)
             solver.anchors(axes)
             solver.solve()
             solver.fill_defaults()

@@ -27,6 +27,18 @@ from .shared_buffers import buffer_bytes, buffer_users
 from .transpose_layout import is_register_trans
 
 ALIGN = 16
+#: Swizzled tiles start on 1024 bytes: the hardware swizzle of wgmma operands (and of TMA) takes
+#: the row phase from address bits 7..9, which the tile's own swizzle assumes start at 0.
+SWIZZLED_ALIGN = 1024
+
+
+def alignment(op: Operation) -> int:
+    """The byte alignment of `op`'s buffer."""
+    t = op.results[0].type if op.results else None
+    if isinstance(op, LocalAllocOp) and isinstance(t, TileType) and isinstance(t.layout, Shared):
+        if t.layout.vec > 1 and t.layout.max_phase > 1:
+            return SWIZZLED_ALIGN
+    return ALIGN
 
 
 def storage_bytes(t: TileType) -> int:
@@ -127,11 +139,12 @@ def allocate(f: Function) -> Allocation:
     alloc = Allocation()
     for start, stop, size, op in sorted(requests, key=lambda r: (r[0], -r[2])):
         live = sorted((o, o + s) for a, b, o, s in placed if not (b < start or stop < a))
+        align = alignment(op)
         offset = 0
         for lo, hi in live:
             if offset + size <= lo:
                 break
-            offset = max(offset, hi)
+            offset = -(-max(offset, hi) // align) * align
         placed.append((start, stop, offset, size))
         alloc.offsets[op] = offset
         alloc.size = max(alloc.size, offset + size)

@@ -24,12 +24,16 @@ def buffer_bytes(op: Operation) -> int:
 
 def is_view(op: Operation) -> bool:
     """Whether `op`'s result still refers to the buffer it reads: a subview, a local_trans, or a
-    local_load of an FMA dot operand (the dot reads shared memory where it runs, not here)."""
+    local_load of an FMA or wgmma dot operand (the dot reads shared memory where it runs, not
+    here)."""
     if isinstance(op, VIEWS):
         return True
     if isinstance(op, LocalLoadOp):
         t = op.result.type
-        return isinstance(t, TileType) and isinstance(t.layout, DotOperand) and not isinstance(t.layout.parent, Mma)
+        if not (isinstance(t, TileType) and isinstance(t.layout, DotOperand)):
+            return False
+        parent = t.layout.parent
+        return not isinstance(parent, Mma) or parent.version == 3  # FMA and wgmma read it there
     return False
 
 

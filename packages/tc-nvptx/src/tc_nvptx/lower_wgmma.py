@@ -1,0 +1,144 @@
+"""The dot on Hopper's warpgroup tensor cores: wgmma.mma_async with both operands in shared memory.
+
+Each group of 4 warps computes a 64-row block of the accumulator by the tile's whole N per
+instruction (m64nNk16), reading A and B through 64-bit matrix descriptors: the operand's start
+address, its swizzle (32, 64 or 128 bytes: the tile's own XOR swizzle, see swizzle.py), the byte
+stride between 8-row groups (SBO) and, for an operand whose M or N dimension is contiguous
+("MN-major", read transposed), the stride between its panels along that dimension (LBO).
+
+The instructions are asynchronous: `wgmma.fence` orders them after the accumulator's last
+register writes, `commit_group` closes the batch and `wait_group 0` waits for it, passing every
+accumulator register through so that nothing reads one before the wait. Shared memory that the
+generic proxy wrote (cp.async copies, stores of a staged tile) must be fenced for the async proxy
+first: the lowering of those writes does it (`fence_for_async_proxy`).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from tc_ir.layouts import Mma
+from tc_ir.ops import DotOp
+from tc_ir.types import ScalarType
+
+from .context import Ctx, TileVal, lowering_error
+from .llvm_types import F32, I32
+from .swizzle import SharedView
+
+I64 = ir.IntType(64)
+
+#: The descriptor's swizzle field per swizzle width in bytes.
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def uses_wgmma(ctx: Ctx) -> bool:
+    """Whether the kernel has a dot on wgmma (its shared-memory writes need an async-proxy fence)."""
+    found = getattr(ctx, "_uses_wgmma", None)
+    if found is None:
+        found = any(
+            isinstance(op, DotOp) and isinstance(getattr(op.result.type, "layout", None), Mma)
+            and op.result.type.layout.version == 3  # type: ignore[union-attr]
+            for op in ctx.function.walk()
+        )
+        ctx._uses_wgmma = found  # type: ignore[attr-defined]
+    return bool(found)
+
+
+def fence_for_async_proxy(ctx: Ctx) -> None:
+    """Make this thread's generic-proxy writes to shared memory visible to wgmma (before the
+    barrier that publishes them)."""
+    if uses_wgmma(ctx):
+        ctx.asm(ir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
+
+
+def _descriptor(ctx: Ctx, address: ir.Value, lbo: int, sbo: int, mode: int) -> ir.Value:
+    b = ctx.b
+    start = b.lshr(b.and_(b.ptrtoint(address, I32), ir.Constant(I32, 0x3FFFF)), ir.Constant(I32, 4))
+    fixed = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | mode << 62
+    return b.or_(b.zext(start, I64), ir.Constant(I64, fixed))
+
+
+class Operand:
+    """How wgmma reads one operand: its descriptor fields and whether it is read transposed."""
+
+    def __init__(self, view: SharedView, kdim: int, where: str) -> None:
+        width = view.swizzle_bytes
+        if width not in _SWIZZLE_MODE:
+            raise lowering_error(f"internal error: wgmma operand {where} is not swizzled ({view.layout})", None)
+        self.view = view
+        self.kdim = kdim
+        self.mode = _SWIZZLE_MODE[width]
+        self.k_major = view.layout.order[0] == kdim
+        eb = view.element.bits // 8  # type: ignore[union-attr]
+        rows = view.shape[view.layout.order[1]]
+        self.sbo = 8 * width  # 8 rows of one swizzle width
+        # K-major: unused (an instruction's 16 K elements never leave a panel); MN-major: the
+        # stride from one panel of the contiguous M or N dimension to the next
+        self.lbo = 16 if self.k_major else (view.panel_stride * eb if view.panel else rows * width)
+
+    def descriptor(self, ctx: Ctx, mn: ir.Value | int, k: int) -> ir.Value:
+        coords: list[ir.Value | int] = [0, 0]
+        coords[self.kdim] = k
+        coords[1 - self.kdim] = mn
+        return _descriptor(ctx, self.view.address(ctx, coords), self.lbo, self.sbo, self.mode)
+
+    @property
+    def transposed(self) -> int:
+        return 0 if self.k_major else 1
+
+
+def _wgmma_text(n: int, elem: str, trans_a: int, trans_b: int) -> str:
+    d = ", ".join(f"${i}" for i in range(n // 2))
+    h = n // 2
+    return (f"{{ .reg .pred p; setp.ne.b32 p, ${h + 2}, 0; "
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} "
+            f"{{{d}}}, ${h}, ${h + 1}, p, 1, 1, {trans_a}, {trans_b}; }}")
+
+
+def _through(ctx: Ctx, text: str, vals: list[ir.Value]) -> list[ir.Value]:
+    """An asm statement that takes and returns `vals` (the accumulator) unchanged in registers."""
+    n = len(vals)
+    cons = ",".join(["=f"] * n + [str(i) for i in range(n)])
+    r = ctx.asm(ir.LiteralStructType([F32] * n), text, cons, vals, side_effect=True)
+    return [ctx.b.extract_value(r, i) for i in range(n)]
+
+
+def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal) -> None:
+    lay = acc.map.layout
+    assert isinstance(lay, Mma) and lay.version == 3
+    elem = a.element
+    if not isinstance(elem, ScalarType) or elem.name not in ("f16", "bf16"):
+        raise lowering_error(f"internal error: wgmma of {elem} operands", op.loc)
+    b = ctx.b
+    m, n = acc.map.shape
+    K = a.shape[1]
+    num_warps = lay.warps_per_cta[0]
+    cover = 16 * num_warps  # rows per repetition: 64 per warpgroup
+    opa, opb = Operand(a, 1, "A"), Operand(bv, 0, "B")
+    group_row = b.mul(ctx.warp_part(4, num_warps // 4), ir.Constant(I32, 64))  # the warpgroup's rows
+    # the register order of m64nNk16's accumulator: per 8 columns c of the instruction's N, rows
+    # r and r + 8 of the warp's 16, columns c + 2 * (lane % 4) + (0, 1) (the thread map's keys)
+    order = {rep: [(rep * cover + h, 8 * j + e) for j in range(n // 8) for h in (0, 8) for e in (0, 1)]
+             for rep in range(m // cover)}
+    vals = dict(acc.vals)
+    missing = [k for ks in order.values() for k in ks if k not in vals]
+    if missing:
+        raise lowering_error(f"internal error: the wgmma accumulator lacks {missing[:4]}", op.loc)
+    one = ir.Constant(I32, 1)
+    ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "~{memory}", [], side_effect=True)
+    text = _wgmma_text(n, elem.name, opa.transposed, opb.transposed)
+    half = n // 2
+    cons = ",".join(["=f"] * half + ["l", "l", "r"] + [str(i) for i in range(half)])
+    ret = ir.LiteralStructType([F32] * half)
+    for kk in range(0, K, 16):
+        db = opb.descriptor(ctx, 0, kk)
+        for rep, ks in order.items():
+            row: ir.Value = b.add(group_row, ir.Constant(I32, rep * cover)) if rep else group_row
+            da = opa.descriptor(ctx, row, kk)
+            r = ctx.asm(ret, text, cons, [da, db, one, *(vals[k] for k in ks)], side_effect=True)
+            for i, k in enumerate(ks):
+                vals[k] = b.extract_value(r, i)
+    ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "~{memory}", [], side_effect=True)
+    all_keys = [k for ks in order.values() for k in ks]
+    done = _through(ctx, "wgmma.wait_group.sync.aligned 0;", [vals[k] for k in all_keys])
+    vals.update(zip(all_keys, done))
+    ctx.values[op.result] = TileVal(acc.map, vals, acc.element)
