@@ -152,7 +152,7 @@ def test_pipelined_loop_waits_then_synchronizes_before_reusing_a_slot() -> None:
 
     src = (KERNELS / "matmul_tutorial.tc").read_text()
     m = frontend_module(src, {"TYPE": "half", "MB": 64, "NB": 64, "KB": 32}, None, "mt.tc")
-    gpu_pipeline(CompileOptions(num_stages=3, specialization=SPEC9)).run(m)  # type: ignore[arg-type]
+    gpu_pipeline(CompileOptions(arch="sm_80", num_stages=3, specialization=SPEC9)).run(m)  # type: ignore[arg-type]
     # in the loop: wait for the oldest stage, a barrier (its data is visible to every thread and
     # every thread is done reading the slot about to be overwritten), then the next copies, then
     # the reads of the ready slot for the dot; after the loop, a wait for every copy
