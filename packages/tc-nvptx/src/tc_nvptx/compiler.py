@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from tc_ir.layouts import Mma
-from tc_ir.ops import DotOp, Module
+from tc_ir.ops import Module
+from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
 from tc_opt.pipeline import gpu_pipeline
@@ -110,11 +110,7 @@ def target_arch(module: Module, arch: str) -> str:
     the ones that chose wgmma."""
     if arch != "sm_90":
         return arch
-    for op in module.walk():
-        lay = getattr(op.results[0].type, "layout", None) if op.results else None
-        if isinstance(op, DotOp) and isinstance(lay, Mma) and lay.version == 3:
-            return "sm_90a"
-    return arch
+    return "sm_90a" if any(is_wgmma_dot(op) for op in module.walk()) else arch
 
 
 def compile_module(

@@ -19,6 +19,7 @@ import llvmlite.ir as ir
 from tc_ir.layouts import Mma
 from tc_ir.ops import DotOp
 from tc_ir.types import ScalarType
+from tc_opt.dot_layouts import is_wgmma_dot
 
 from .context import Ctx, TileVal, lowering_error
 from .llvm_types import F32, I32
@@ -30,15 +31,11 @@ I64 = ir.IntType(64)
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
 
-def uses_wgmma(ctx: Ctx) -> bool:
+def kernel_uses_wgmma(ctx: Ctx) -> bool:
     """Whether the kernel has a dot on wgmma (its shared-memory writes need an async-proxy fence)."""
     found = getattr(ctx, "_uses_wgmma", None)
     if found is None:
-        found = any(
-            isinstance(op, DotOp) and isinstance(getattr(op.result.type, "layout", None), Mma)
-            and op.result.type.layout.version == 3  # type: ignore[union-attr]
-            for op in ctx.function.walk()
-        )
+        found = any(is_wgmma_dot(op) for op in ctx.function.walk())
         ctx._uses_wgmma = found  # type: ignore[attr-defined]
     return bool(found)
 
@@ -46,7 +43,7 @@ def uses_wgmma(ctx: Ctx) -> bool:
 def fence_for_async_proxy(ctx: Ctx) -> None:
     """Make this thread's generic-proxy writes to shared memory visible to wgmma (before the
     barrier that publishes them)."""
-    if uses_wgmma(ctx):
+    if kernel_uses_wgmma(ctx):
         ctx.asm(ir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
 
 

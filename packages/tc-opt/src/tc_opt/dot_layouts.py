@@ -89,6 +89,14 @@ def uses_wgmma(op: DotOp, num_warps: int, arch: str) -> bool:
             and k % 16 == 0)
 
 
+def is_wgmma_dot(op: object) -> bool:
+    """Whether `op` is a laid-out dot that runs on wgmma (its result has Mma version 3)."""
+    if not isinstance(op, DotOp):
+        return False
+    lay = getattr(op.result.type, "layout", None)
+    return isinstance(lay, Mma) and lay.version == 3
+
+
 def dot_result_layout(op: DotOp, num_warps: int, arch: str = "sm_80") -> Layout | None:
     """The layout a dot's result is anchored to (None: left to propagation, the FMA path)."""
     if not uses_mma(op):
