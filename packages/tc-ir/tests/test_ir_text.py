@@ -73,6 +73,8 @@ def every_op_module() -> O.Module:
     acc = e(O.ConstantOp, [], [TileType((16, 16), F32)], value=0)
     d = e(O.DotOp, [fm, fm, acc], [TileType((16, 16), F32)], precision="tf32")
     e(O.ConvertLayoutOp, [d], [TileType((16, 16), F32, BLK)])
+    late = e(O.DotOp, [fm, fm, d], [TileType((16, 16), F32)], asynchronous=True)
+    e(O.DotWaitOp, [late], [TileType((16, 16), F32)], pending=1)
     # shared memory and asynchronous copies (the GPU level of dot staging and pipelining)
     sh2 = Shared(8, 2, 4, (1, 0))
     one0 = e(O.ConstantOp, [], [I32], value=0)

@@ -74,7 +74,7 @@ def _pad(n: int, block: int) -> int:
 # (MB, NB, KB, num_warps, num_stages): the tutorial's configurations and the fast path's
 CONFIGS = [(128, 128, 32, 4, 3), (64, 128, 32, 4, 3), (64, 64, 64, 4, 4), (32, 64, 64, 2, 2),
            (128, 128, 64, 8, 3), (128, 256, 32, 8, 3), (64, 64, 32, 1, 2), (16, 16, 16, 4, 1),
-           (128, 64, 32, 4, 1)]
+           (128, 64, 32, 4, 1), (128, 256, 64, 8, 4)]
 
 
 @pytest.mark.parametrize("size", [(193, 327, 320), (1024, 1024, 1024), (2048, 512, 4096)])

@@ -170,6 +170,54 @@ CHECK-NEXT: tc.async_wait{{$}}
 """)
 
 
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_pipelined_wgmma_loop_keeps_one_dot_in_flight(num_warps: int) -> None:
+    from tc_nvptx.compiler import frontend_module
+
+    src = (KERNELS / "matmul_tutorial.tc").read_text()
+    m = frontend_module(src, {"TYPE": "half", "MB": 128, "NB": 128, "KB": 64}, None, "mt.tc")
+    opts = CompileOptions(arch="sm_90", num_warps=num_warps, num_stages=3 if num_warps > 4 else 4, specialization=SPEC9)
+    gpu_pipeline(opts).run(m)  # type: ignore[arg-type]
+    # the dot is issued asynchronously; the copies into the slot the previous dot read come only
+    # after the wait that leaves this dot alone in flight (and, with two warpgroups, after a
+    # barrier: the other warpgroup's previous dot read that slot too); after the loop the
+    # accumulator is waited for before anything reads it
+    barrier = "CHECK-NEXT: tc.barrier" if num_warps > 4 else "CHECK-NOT: tc.barrier"
+    filecheck(module_text(m), """
+CHECK: tc.for
+CHECK: tc.async_wait {pending = {{[12]}}}
+CHECK-NEXT: tc.barrier
+CHECK-NOT: tc.async_copy
+CHECK: %[[D:.*]] = tc.dot {{.*}}asynchronous = true
+CHECK-NEXT: %[[W:.*]] = tc.dot_wait %[[D]] {pending = 1}
+BARRIER
+CHECK: tc.async_copy
+CHECK: tc.async_commit_group
+CHECK: tc.yield %[[W]],
+CHECK: tc.async_wait{{$}}
+CHECK-NEXT: %[[ACC:.*]] = tc.dot_wait %{{[0-9]+}} :
+CHECK: tc.convert_layout %[[ACC]]
+CHECK: tc.store
+""".replace("BARRIER", barrier))
+
+
+def test_one_warpgroup_with_three_stages_waits_for_each_dot() -> None:
+    from tc_nvptx.compiler import frontend_module
+
+    src = (KERNELS / "matmul_tutorial.tc").read_text()
+    m = frontend_module(src, {"TYPE": "half", "MB": 128, "NB": 128, "KB": 64}, None, "mt.tc")
+    gpu_pipeline(CompileOptions(arch="sm_90", num_stages=3, specialization=SPEC9)).run(m)  # type: ignore[arg-type]
+    text = module_text(m)
+    # two such programs share an SM and overlap each other: the copies stay before the dot
+    assert "asynchronous" not in text and "tc.dot_wait" not in text
+    filecheck(text, """
+CHECK: tc.barrier
+CHECK: tc.async_copy
+CHECK: tc.dot
+CHECK: tc.yield
+""")
+
+
 def test_scratch_of_disjoint_lifetimes_shares_memory() -> None:
     src = REDUCE.replace("*(rows + rm) = t[:, +];", "*(rows + rm) = t[:, +];\n  *(rows + 32 + rm) = t[:, max];")
     m = _lower(src)

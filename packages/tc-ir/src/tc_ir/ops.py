@@ -399,11 +399,25 @@ class ReduceOp(Operation):
 @attrs.define(eq=False, kw_only=True)
 class DotOp(Operation):
     """operands: a [M, K], b [K, N], acc [M, N] -> acc + a @ b, accumulated in acc's type.
-    precision: "ieee" (exact fp32) or "tf32" (tensor cores for fp32 inputs)."""
+    precision: "ieee" (exact fp32) or "tf32" (tensor cores for fp32 inputs).
+    asynchronous: the result is still being computed (a wgmma batch left in flight so that the
+    next loop iteration's copies overlap it); its one reader is a `tc.dot_wait`."""
 
     NAME = "tc.dot"
     ALWAYS_PRINTED = frozenset({"precision"})
     precision: str = "ieee"
+    asynchronous: bool = False
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class DotWaitOp(Operation):
+    """operand: the result of an asynchronous dot (or a value carried from one) -> the same tile,
+    complete once at most `pending` batches of asynchronous dots issued after it are in flight."""
+
+    NAME = "tc.dot_wait"
+    HAS_SIDE_EFFECTS = True
+    pending: int = 0
 
 
 @register

@@ -356,6 +356,16 @@ def _dot(op: O.DotOp) -> None:
     _check(a.element == b.element, f"dot operand types differ: {a.element} and {b.element}")
     _check(op.results[0].type == c, f"dot result {op.results[0].type} differs from the accumulator {c}")
     _check(op.precision in ("ieee", "tf32"), f"unknown precision {op.precision!r}")
+    _check(isinstance(op.asynchronous, bool), f"asynchronous must be a bool, not {op.asynchronous!r}")
+
+
+@_rule(O.DotWaitOp)
+def _dot_wait(op: O.DotWaitOp) -> None:
+    _count(op, 1, 1)
+    _check(isinstance(op.operands[0].type, TileType), f"dot_wait of {_types(op.operands)}: a dot result is a tile")
+    _check(op.results[0].type == op.operands[0].type,
+           f"dot_wait changes the type {op.operands[0].type} -> {op.results[0].type}")
+    _check(isinstance(op.pending, int) and op.pending >= 0, f"pending must be >= 0, not {op.pending!r}")
 
 
 @_rule(O.BarrierOp)

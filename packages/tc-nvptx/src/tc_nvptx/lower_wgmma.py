@@ -8,7 +8,9 @@ stride between 8-row groups (SBO) and, for an operand whose M or N dimension is 
 
 The instructions are asynchronous: `wgmma.fence` orders them after the accumulator's last
 register writes, `commit_group` closes the batch and `wait_group 0` waits for it, passing every
-accumulator register through so that nothing reads one before the wait. Shared memory that the
+accumulator register through so that nothing reads one before the wait. An asynchronous dot
+(`DotOp.asynchronous`, set by the loop pipeliner) skips the wait: its `tc.dot_wait` waits later,
+with one batch left in flight while the loop issues the next copies. Shared memory that the
 generic proxy wrote (cp.async copies, stores of a staged tile) must be fenced for the async proxy
 first: the lowering of those writes does it (`fence_for_async_proxy`).
 """
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 from tc_ir.layouts import Mma
-from tc_ir.ops import DotOp
+from tc_ir.ops import DotOp, DotWaitOp
 from tc_ir.types import ScalarType
 from tc_opt.dot_layouts import is_wgmma_dot
 
 from .context import Ctx, TileVal, lowering_error
 from .llvm_types import F32, I32
+from .lowerings import lowers
 from .swizzle import SharedView
 
 I64 = ir.IntType(64)
@@ -135,7 +138,22 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
             for i, k in enumerate(ks):
                 vals[k] = b.extract_value(r, i)
     ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "~{memory}", [], side_effect=True)
-    all_keys = [k for ks in order.values() for k in ks]
-    done = _through(ctx, "wgmma.wait_group.sync.aligned 0;", [vals[k] for k in all_keys])
-    vals.update(zip(all_keys, done))
-    ctx.values[op.result] = TileVal(acc.map, vals, acc.element)
+    result = TileVal(acc.map, vals, acc.element)
+    ctx.values[op.result] = result if op.asynchronous else wait_for_wgmma(ctx, result, 0)
+
+
+def wait_for_wgmma(ctx: Ctx, tile: TileVal, pending: int) -> TileVal:
+    """`tile` once at most `pending` wgmma batches are in flight: its registers pass through the
+    wait, so that nothing reads them (or moves them) before the hardware has written them."""
+    keys = list(tile.vals)
+    done = _through(ctx, f"wgmma.wait_group.sync.aligned {pending};", [tile.vals[k] for k in keys])
+    return TileVal(tile.map, dict(zip(keys, done)), tile.element)
+
+
+@lowers("tc.dot_wait")
+def lower_dot_wait(ctx: Ctx, op: DotWaitOp) -> None:
+    src = ctx.tile(op.operands[0])
+    lay = src.map.layout
+    if not isinstance(lay, Mma) or lay.version != 3:
+        raise lowering_error(f"internal error: dot_wait of a {lay} tile (only wgmma results wait)", op.loc)
+    ctx.values[op.result] = wait_for_wgmma(ctx, src, int(op.pending))

@@ -48,6 +48,7 @@ TENSOR_CORE_CONFIGS = [
     _cfg(64, 32, 64, 2, 3), _cfg(32, 64, 64, 2, 3),
     _cfg(128, 256, 64, 8, 3), _cfg(256, 128, 64, 8, 3), _cfg(128, 128, 64, 4, 4),
     _cfg(64, 256, 32, 4, 4), _cfg(128, 128, 64, 4, 3),  # (the best on wgmma, H100 2026-11-23)
+    _cfg(128, 256, 64, 8, 4),
 ]
 #: float32 (ieee) and float64: CUDA-core products, smaller tiles.
 FMA_CONFIGS = [
