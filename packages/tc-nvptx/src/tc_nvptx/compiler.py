@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from tc_ir.ops import Module
+from tc_ir.layouts import Mma
+from tc_ir.ops import DotOp, Module
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
@@ -18,6 +19,7 @@ from tc_opt.resources import check_registers, check_shared
 
 from .emit import emit_ptx, llvm_text
 from .lower_module import lower_to_llvm
+from .occupancy import raise_occupancy
 from .ptxas import PtxasError, assemble, find_ptxas
 
 #: Version of the metadata layout written by `CompiledKernel.to_json`.
@@ -113,6 +115,11 @@ def target_arch(module: Module, arch: str) -> str:
     return "sm_90a" if any(is_wgmma_dot(op) for op in module.walk()) else arch
 
 
+def _uses_tensor_cores(module: Module) -> bool:
+    return any(isinstance(op, DotOp) and isinstance(getattr(op.result.type, "layout", None), Mma)
+               for f in module.functions for op in f.walk())
+
+
 def compile_module(
     module: Module,
     options: CompileOptions | None = None,
@@ -165,6 +172,11 @@ def compile_module(
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()
         cubin, info = assemble(ptx, arch)
+        if not _uses_tensor_cores(module):
+            better = raise_occupancy(ptx, info, options.num_warps, kernel.shared_bytes, arch)
+            if better is not None:
+                ptx, cubin, info = better
+                kernel.ptx = asm["ptx"] = ptx
         timings["ptxas"] = time.perf_counter() - start
         kernel.cubin = cubin
         kernel.registers = info.registers

@@ -6,10 +6,12 @@ kernel sums the G partial rows into dw and db, a column block per program."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -74,6 +76,35 @@ def layer_norm_forward(x: torch.Tensor, n: int, w: torch.Tensor | None, b: torch
     return y, mean, rstd
 
 
+@attrs.frozen
+class _BackwardPlan:
+    """What one backward call launches, per (dtype, M, N, weight, bias, needs, rows, device):
+    looked up once, so that a call does no more than allocate and launch."""
+
+    dx_kernel: tc.Kernel
+    programs: int  # G, the partial rows
+    reduce_kernel: tc.Kernel | None
+    reduce_programs: int
+
+
+@functools.lru_cache(maxsize=256)
+def _backward_plan(dtype: torch.dtype, m: int, n: int, has_w: bool, has_b: bool, need_dx: bool,
+                   need_dw: bool, need_db: bool, rows: int | None, device: torch.device) -> _BackwardPlan:
+    d = _defines(dtype, n, has_w, has_b)
+    block = int(str(d["BLOCK"]))
+    r = backward_rows(m, block) if rows is None else max(1, int(rows))
+    d.update(ROWS=r, NEED_DX=int(need_dx), NEED_DW=int(need_dw), NEED_DB=int(need_db))
+    k = get_kernel("layer_norm", "layer_norm_backward_dx", device, d, num_warps=rows_num_warps(block))
+    reduce_kernel, reduce_programs = None, 0
+    if need_dw or need_db:
+        block_m, block_n = reduce_tile(block)
+        dr = {key: v for key, v in d.items() if key not in ("ROWS", "NEED_DX")}
+        dr.update(BLOCK_M=block_m, BLOCK_N=block_n)
+        reduce_kernel = get_kernel("layer_norm", "layer_norm_backward_reduce", device, dr, num_warps=4)
+        reduce_programs = tc.cdiv(n, block_n)
+    return _BackwardPlan(k, tc.cdiv(m, r), reduce_kernel, reduce_programs)
+
+
 def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tensor | None,
                         has_b: bool, mean: torch.Tensor, rstd: torch.Tensor, need_dx: bool,
                         need_dw: bool, need_db: bool, *, rows: int | None = None
@@ -86,11 +117,28 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tens
     m = xr.shape[0]
     need_dw = need_dw and w is not None
     need_db = need_db and has_b
+    if not m or not n or not (need_dx or need_dw or need_db):  # (a sum over no rows is 0)
+        return (torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None,
+                torch.zeros(n, dtype=x.dtype, device=x.device) if need_dw else None,
+                torch.zeros(n, dtype=x.dtype, device=x.device) if need_db else None)
+    plan = _backward_plan(x.dtype, m, n, w is not None, has_b, need_dx, need_dw, need_db, rows, device)
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
-    dw = torch.zeros(n, dtype=x.dtype, device=x.device) if need_dw else None
-    db = torch.zeros(n, dtype=x.dtype, device=x.device) if need_db else None
-    if not m or not n or not (need_dx or need_dw or need_db):
-        return dx, dw, db
+    # dw and db (every element written by the reduction) and their [G, N] partial sums of
+    # dy * xhat and dy, each in one allocation (a dummy pointer where not needed)
+    outs = torch.empty((int(need_dw) + int(need_db), n), dtype=x.dtype, device=x.device)
+    parts = torch.empty((int(need_dw) + int(need_db), plan.programs, n), dtype=acc_dtype(x.dtype),
+                        device=x.device)
+    dw = outs[0] if need_dw else None
+    db = outs[-1] if need_db else None
+    dwp = parts[0] if need_dw else mean
+    dbp = parts[-1] if need_db else mean
+    dxr = dx.view(-1, n) if dx is not None else xr
+    launch(plan.dx_kernel, device, (plan.programs,), dxr, dyr, xr, w if w is not None else xr, mean,
+           rstd, dwp, dbp, row_stride(dxr), row_stride(dyr), row_stride(xr), m, n)
+    if plan.reduce_kernel is not None:
+        launch(plan.reduce_kernel, device, (plan.reduce_programs,), dw if dw is not None else xr,
+               db if db is not None else xr, dwp, dbp, plan.programs, n)
+    return dx, dw, db
     d = _defines(x.dtype, n, w is not None, has_b)
     block = int(str(d["BLOCK"]))
     r = backward_rows(m, block) if rows is None else max(1, int(rows))
