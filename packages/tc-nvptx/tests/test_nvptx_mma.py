@@ -35,6 +35,18 @@ def loop_body(ptx: str) -> str:
     return m.group(0) if m else ""
 
 
+@needs_ptxas
+def test_hopper_tutorial_epilogue_moves_fp16_through_shared_memory() -> None:
+    # the fp32 accumulator is narrowed to fp16 in its own layout, then the fp16 tile changes
+    # layout through shared memory: 4-byte stores of fp16 pairs, half the bytes of fp32 pairs
+    k = build("matmul_tutorial.tc", {"TYPE": "half", "MB": 128, "NB": 256, "KB": 64}, arch="sm_90",
+              warps=8)
+    epilogue = k.ptx[k.ptx.index("wgmma.wait_group.sync.aligned 0"):]
+    assert "st.shared.v2.b32" not in epilogue and "st.shared.v2.f32" not in epilogue
+    assert epilogue.count("st.shared.b32") == 128 * 256 // 2 // 256  # one per pair per thread
+    assert k.spills == 0
+
+
 CASES = [(name, var) for name in ("matmul.tc", "matmul_prefetch.tc", "matmul_remat.tc", "matmul_tutorial.tc",
                                   "matmul_autotuned.tc", "matmul_fused_trans.tc") for var in DEFINES[name]]
 

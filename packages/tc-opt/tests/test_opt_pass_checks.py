@@ -144,6 +144,49 @@ CHECK-NEXT: tc.store %q1, %r
     assert text.count("tc.convert_layout") == 1
 
 
+NARROW = f"""module {{
+  tc.func global @k(%o: ptr<f16>, %w: ptr<f64>) {{
+    %r = tc.make_range {{start = 0, end = 128}} : tile<128xi32, {B1}>
+    %r4 = tc.make_range {{start = 0, end = 128}} : tile<128xi32, {B4}>
+    %f = tc.cast %r {{kind = "sitofp"}} : tile<128xf32, {B1}>
+    %a = tc.convert_layout %f : tile<128xf32, {B4}>
+    %h = tc.cast %a {{kind = "fptrunc"}} : tile<128xf16, {B4}>
+    %p = tc.splat %o : tile<128xptr<f16>, {B4}>
+    %q = tc.addptr %p, %r4 : tile<128xptr<f16>, {B4}>
+    tc.store %q, %h
+    %b = tc.convert_layout %f : tile<128xf32, {B4}>
+    %x = tc.cast %b {{kind = "fpext"}} : tile<128xf64, {B4}>
+    %y = tc.cast %b {{kind = "fptrunc"}} : tile<128xf16, {B4}>
+    %pw = tc.splat %w : tile<128xptr<f64>, {B4}>
+    %qw = tc.addptr %pw, %r4 : tile<128xptr<f64>, {B4}>
+    tc.store %qw, %x
+    tc.store %q, %y
+    tc.return
+  }}
+}}
+"""
+
+
+def test_a_narrowing_cast_moves_before_its_convert() -> None:
+    from tc_opt.narrow_converts import narrow_before_convert
+
+    m = parse_module(NARROW)
+    verify(m)
+    assert narrow_before_convert(m.functions[0].body) == 1
+    verify(m)
+    # %a's one reader narrows it: the f16 tile changes layout instead (half the bytes); %b is
+    # also widened, so it stays as it is
+    filecheck(print_module(m), """
+CHECK: %[[F:.*]] = tc.cast %r {kind = "sitofp"}
+CHECK-NEXT: %[[N:.*]] = tc.cast %[[F]] {kind = "fptrunc"} : tile<128xf16, #blocked<spt=[1]
+CHECK-NEXT: %[[A:.*]] = tc.convert_layout %[[N]] : tile<128xf16, #blocked<spt=[4]
+CHECK: tc.store %q, %[[A]]
+CHECK: %b = tc.convert_layout %[[F]] : tile<128xf32
+CHECK: tc.cast %b {kind = "fpext"}
+CHECK: tc.cast %b {kind = "fptrunc"}
+""")
+
+
 SPEC9 = tuple(None if i in (3, 4, 5) else "divisible_by_16" for i in range(9))
 
 
@@ -181,7 +224,8 @@ def test_pipelined_wgmma_loop_keeps_one_dot_in_flight(num_warps: int) -> None:
     # the dot is issued asynchronously; the copies into the slot the previous dot read come only
     # after the wait that leaves this dot alone in flight (and, with two warpgroups, after a
     # barrier: the other warpgroup's previous dot read that slot too); after the loop the
-    # accumulator is waited for before anything reads it
+    # accumulator is waited for before anything reads it, and narrowed to fp16 before it changes
+    # layout through shared memory (half the bytes)
     barrier = "CHECK-NEXT: tc.barrier" if num_warps > 4 else "CHECK-NOT: tc.barrier"
     filecheck(module_text(m), """
 CHECK: tc.for
@@ -196,7 +240,8 @@ CHECK: tc.async_commit_group
 CHECK: tc.yield %[[W]],
 CHECK: tc.async_wait{{$}}
 CHECK-NEXT: %[[ACC:.*]] = tc.dot_wait %{{[0-9]+}} :
-CHECK: tc.convert_layout %[[ACC]]
+CHECK: %[[H:.*]] = tc.cast %[[ACC]] {kind = "fptrunc"} : tile<128x128xf16, #mma
+CHECK-NEXT: tc.convert_layout %[[H]] : tile<128x128xf16, #blocked
 CHECK: tc.store
 """.replace("BARRIER", barrier))
 

@@ -13,6 +13,7 @@ from .options import CompileOptions
 from .pass_manager import PassManager
 from .pipeline_loops import PipelineLoops
 from .precise_math import PreciseMath
+from .narrow_converts import NarrowBeforeConvert
 from .rematerialize import Rematerialize
 from .resources import CheckResources
 from .shared_alloc import AllocateShared
@@ -33,6 +34,7 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         ApplyDotPrecision(o),
         AssignLayouts(o),
         RemoveTrivialConverts(o),
+        NarrowBeforeConvert(o),
         CommonSubexpressionElimination(o),
         DeadCodeElimination(o),
         # after the last CSE (which would merge the recomputed values back into the originals)
