@@ -100,6 +100,9 @@ def test_integer_and_float_atomics(arch: str) -> None:
     # thread 0 does a scalar atomic, and its old value reaches every thread through shared memory
     # between two barriers
     assert re.search(r"st\.shared\.b32.*\n(.*\n)*?\s*bar\.sync\s+0;\n(.*\n)*?\s*ld\.shared\.b32", ptx)
+    # ... in the kernel's one shared buffer, counted in what a launch asks for (no static extra)
+    assert ".shared .align" in ptx and len(re.findall(r"\.shared \.align", ptx)) == 1
+    assert k.shared_bytes >= 8
     assert k.cubin is not None
 
 

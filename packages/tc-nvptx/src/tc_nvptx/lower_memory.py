@@ -429,29 +429,13 @@ def _lower_atomic(ctx: Ctx, op: Operation) -> None:
         pred = ctx.b.and_(pred, ctx.scalar(mask))
     old = _atomic_one(ctx, op, ctx.scalar(ptr), [ctx.scalar(a) for a in args_v], pred)
     if op.results and op.results[0] in _used_results(ctx):
-        slot = _scalar_slot(ctx)
+        slot = ctx.smem_ptr(op)  # (between two barriers: every thread reads it before the next use)
         ctx.barrier()
         with ctx.b.if_then(ctx.thread0()):
             ctx.b.store(old, slot)
         ctx.barrier()
         old = ctx.b.load(slot, typ=old.type)
     ctx.values[op.result] = old
-
-
-def _scalar_slot(ctx: Ctx) -> ir.Value:
-    """An 8-byte static shared variable through which thread 0 broadcasts a scalar atomic's old
-    value (the allocator gives scratch only to tile ops; every use sits between two barriers, so
-    one slot per module serves every scalar atomic)."""
-    name = "tc_scalar_slot"
-    g = ctx.module.globals.get(name)
-    if g is None:
-        ty = ir.ArrayType(I8, 8)
-        g = ir.GlobalVariable(ctx.module, ty, name, addrspace=3)
-        g.type = ir.PointerType(addrspace=3)  # opaque, like tc_shared: stores of any scalar type
-        g.linkage = "internal"
-        g.initializer = ir.Constant(ty, ir.Undefined)
-        g.align = 8
-    return g
 
 
 def _used_results(ctx: Ctx) -> set[Value]:

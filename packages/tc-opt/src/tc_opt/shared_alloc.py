@@ -1,6 +1,6 @@
 """Shared-memory allocation: every op that exchanges data through shared memory gets an offset
 in the kernel's one dynamic shared buffer. Scratch buffers (converts, trans, reshape, reductions
-across warps) live for their op only; dot operands staged in shared memory live until their last
+across warps, the broadcast of a scalar atomic's old value) live for their op only; dot operands staged in shared memory live until their last
 use (to the end of the loop using them when that loop does not contain the definition).
 Offsets come from first-fit over lifetimes; `module.attributes["shared_bytes"]` gets the total."""
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 import attrs
 from tc_ir.layouts import Blocked, DotOperand, Shared, Slice
 from tc_ir.ops import (
+    AtomicCASOp,
+    AtomicRMWOp,
     ConvertLayoutOp,
     ForOp,
     Function,
@@ -27,6 +29,8 @@ from .shared_buffers import buffer_bytes, buffer_users
 from .transpose_layout import is_register_trans
 
 ALIGN = 16
+#: The slot through which thread 0 of a scalar atomic broadcasts the old value.
+SCALAR_SLOT_BYTES = 8
 #: Swizzled tiles start on 1024 bytes: the hardware swizzle of wgmma operands (and of TMA) takes
 #: the row phase from address bits 7..9, which the tile's own swizzle assumes start at 0.
 SWIZZLED_ALIGN = 1024
@@ -76,6 +80,8 @@ def scratch_bytes(op: Operation) -> int:
         res = op.result.type
         numel = res.numel if isinstance(res, TileType) else 1
         return warps * numel * max(4, storage_bytes(src))
+    if isinstance(op, (AtomicRMWOp, AtomicCASOp)) and op.results and not isinstance(op.result.type, TileType):
+        return SCALAR_SLOT_BYTES  # thread 0 broadcasts the old value of a scalar atomic
     return 0
 
 
