@@ -1,7 +1,8 @@
 """fp16 matmul throughput: tc's tutorial kernel (several configurations, and auto-tuned over
 them) vs torch.matmul (cuBLAS) and Triton's tutorial matmul, square sizes 512..8192, in TFLOPS.
 
-    PYTHONPATH=<packages/*/src> python3 tools/bench_matmul.py [--sizes 512,1024,...] [--quick]
+    PYTHONPATH=<packages/*/src> python3 tools/bench_matmul.py [--sizes 512,1024,...]
+        [--shapes 8192x8192x1024,4096x14336x4096,1024x4096x14336] [--dtype half|bf16] [--quick]
 
 Prints a markdown table (the best tc configuration per size and the ratio to cuBLAS last), and
 checks each result against torch first (a wrong kernel is reported, never timed).
@@ -24,8 +25,19 @@ CONFIGS = [(128, 128, 32, 4, 3), (128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (12
            (128, 64, 32, 4, 4), (64, 64, 64, 4, 3)]
 
 
-def tflops(n: int, ms: float) -> float:
-    return 2.0 * n**3 / (ms * 1e-3) / 1e12
+def tflops(m: int, n: int, k: int, ms: float) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+def parse_shapes(sizes: str, shapes: str) -> list[tuple[int, int, int]]:
+    """Square `sizes` ("512,1024") and `shapes` ("8192x8192x1024": M x N x K) as (M, N, K)."""
+    out = [(int(s), int(s), int(s)) for s in sizes.split(",") if s]
+    for sh in (x for x in shapes.split(",") if x):
+        dims = [int(d) for d in sh.lower().split("x")]
+        if len(dims) != 3:
+            raise SystemExit(f"--shapes: {sh!r} is not MxNxK")
+        out.append((dims[0], dims[1], dims[2]))
+    return out
 
 
 def main() -> None:
@@ -34,10 +46,13 @@ def main() -> None:
     import tc_runtime as tc
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="512,1024,2048,4096,8192")
+    ap.add_argument("--sizes", default="512,1024,2048,4096,8192", help="square sizes ('' for none)")
+    ap.add_argument("--shapes", default="", help="more shapes, MxNxK (e.g. 8192x8192x1024)")
+    ap.add_argument("--dtype", default="half", choices=["half", "bf16"])
     ap.add_argument("--quick", action="store_true", help="only the first three configurations")
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    shapes = parse_shapes(args.sizes, args.shapes)
+    dtype = torch.float16 if args.dtype == "half" else torch.bfloat16
     configs = CONFIGS[:3] if args.quick else CONFIGS
     triton_matmul: Any = None
     try:
@@ -49,49 +64,55 @@ def main() -> None:
     kernels = {}
     for cfg in configs:
         mb, nb, kb, w, s = cfg
-        kernels[cfg] = tc.kernel(SRC, device="cuda", defines={"TYPE": "half", "MB": mb, "NB": nb, "KB": kb},
+        kernels[cfg] = tc.kernel(SRC, device="cuda", defines={"TYPE": args.dtype, "MB": mb, "NB": nb, "KB": kb},
                                  num_warps=w, num_stages=s)
-    rows: list[tuple[int, float, float | None, dict[Any, float]]] = []
-    for n in sizes:
-        a = torch.randn(n, n, device="cuda", dtype=torch.float16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.float16)
-        c = torch.empty(n, n, device="cuda", dtype=torch.float16)
-        ref = torch.matmul(a, b)
-        t_torch = tflops(n, tc.testing.do_bench(lambda: torch.matmul(a, b))[0])
+    rows: list[tuple[str, float, float | None, dict[Any, float]]] = []
+    for m, n, k in shapes:
+        name = str(m) if m == n == k else f"{m}x{n}x{k}"
+        # the tutorial kernel reads whole tiles unmasked (it only masks its store): pad the operands
+        mp, np_, kp = (-(-m // 256) * 256, -(-n // 256) * 256, -(-k // 64) * 64)
+        a = torch.zeros(mp, kp, device="cuda", dtype=dtype)
+        b = torch.zeros(kp, np_, device="cuda", dtype=dtype)
+        a[:m, :k] = torch.randn(m, k, device="cuda", dtype=dtype)
+        b[:k, :n] = torch.randn(k, n, device="cuda", dtype=dtype)
+        av, bv = a[:m, :k], b[:k, :n]
+        c = torch.empty(m, n, device="cuda", dtype=dtype)
+        ref = torch.matmul(av, bv)
+        t_torch = tflops(m, n, k, tc.testing.do_bench(lambda: torch.matmul(av, bv))[0])
         t_triton = None
-        if triton_matmul is not None:
-            torch.testing.assert_close(triton_matmul(a, b), ref, atol=0.5, rtol=2e-2)
-            t_triton = tflops(n, tc.testing.do_bench(lambda: triton_matmul(a, b))[0])
+        if triton_matmul is not None and dtype == torch.float16:
+            torch.testing.assert_close(triton_matmul(av, bv), ref, atol=0.5, rtol=2e-2)
+            t_triton = tflops(m, n, k, tc.testing.do_bench(lambda: triton_matmul(av, bv))[0])
         ours: dict[Any, float] = {}
-        for cfg, k in kernels.items():
+        for cfg, kern in kernels.items():
             mb, nb = cfg[0], cfg[1]
 
-            def run(k: Any = k, mb: int = mb, nb: int = nb) -> None:
-                k(a.data_ptr(), b.data_ptr(), c.data_ptr(), n, n, n, n, n, n,
-                  grid=lambda opt: (tc.cdiv(n, mb) * tc.cdiv(n, nb),))
+            def run(kern: Any = kern, mb: int = mb, nb: int = nb) -> None:
+                kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, a.stride(0), b.stride(0), c.stride(0),
+                     grid=lambda opt: (tc.cdiv(m, mb) * tc.cdiv(n, nb),))
 
             try:
                 run()
                 torch.cuda.synchronize()
                 err = (c.float() - ref.float()).abs().max().item()
                 if err > 0.5 + 2e-2 * ref.float().abs().max().item():
-                    print(f"n={n} {cfg}: WRONG (max error {err:.3g})", flush=True)
+                    print(f"{name} {cfg}: WRONG (max error {err:.3g})", flush=True)
                     continue
-                ours[cfg] = tflops(n, tc.testing.do_bench(run)[0])
+                ours[cfg] = tflops(m, n, k, tc.testing.do_bench(run)[0])
             except Exception as exc:
-                print(f"n={n} {cfg}: failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+                print(f"{name} {cfg}: failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
                 continue
-            print(f"n={n} tc {cfg}: {ours[cfg]:.1f} TFLOPS", flush=True)
-        rows.append((n, t_torch, t_triton, ours))
+            print(f"{name} tc {cfg}: {ours[cfg]:.1f} TFLOPS", flush=True)
+        rows.append((name, t_torch, t_triton, ours))
     print()
-    head = "| N | torch (cuBLAS) | triton | " + " | ".join("tc " + "/".join(map(str, c)) for c in configs)
+    head = "| shape | torch (cuBLAS) | triton | " + " | ".join("tc " + "/".join(map(str, c)) for c in configs)
     print(head + " | tc best | tc best / cuBLAS |")
     print("|" + "---|" * (len(configs) + 5))
-    for n, tt, tr, ours in rows:
+    for name, tt, tr, ours in rows:
         best = max(ours.values()) if ours else 0.0
         cells = [f"{ours[c]:.1f}" if c in ours else "-" for c in configs]
         trs = f"{tr:.1f}" if tr is not None else "-"
-        print(f"| {n} | {tt:.1f} | {trs} | " + " | ".join(cells) + f" | {best:.1f} | {best / tt:.2f} |")
+        print(f"| {name} | {tt:.1f} | {trs} | " + " | ".join(cells) + f" | {best:.1f} | {best / tt:.2f} |")
 
 
 if __name__ == "__main__":
