@@ -47,8 +47,9 @@ def test_row_kernel_gets_the_programs_its_registers_kept_off(block: int, warps: 
 
 
 @needs_ptxas
-def test_tensor_core_kernel_keeps_its_registers() -> None:
+@pytest.mark.parametrize("ty", ["half", "float"])  # tensor cores, and the FMA path
+def test_kernel_with_dots_keeps_its_registers(ty: str) -> None:
     src = (Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
-    k = compile(src, defines={"TYPE": "half", "MB": 64, "NB": 64, "KB": 32},
+    k = compile(src, defines={"TYPE": ty, "MB": 64, "NB": 64, "KB": 32},
                 options=CompileOptions(num_warps=4, specialization=("divisible_by_16",) * 9))
     assert ".minnctapersm 1" in k.ptx

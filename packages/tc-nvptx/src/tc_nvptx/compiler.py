@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from tc_ir.layouts import Mma
 from tc_ir.ops import DotOp, Module
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
@@ -115,9 +114,8 @@ def target_arch(module: Module, arch: str) -> str:
     return "sm_90a" if any(is_wgmma_dot(op) for op in module.walk()) else arch
 
 
-def _uses_tensor_cores(module: Module) -> bool:
-    return any(isinstance(op, DotOp) and isinstance(getattr(op.result.type, "layout", None), Mma)
-               for f in module.functions for op in f.walk())
+def _has_dots(module: Module) -> bool:
+    return any(isinstance(op, DotOp) for f in module.functions for op in f.walk())
 
 
 def compile_module(
@@ -172,7 +170,7 @@ def compile_module(
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()
         cubin, info = assemble(ptx, arch)
-        if not _uses_tensor_cores(module):
+        if not _has_dots(module):  # (their register tiles are sized by their configurations)
             better = raise_occupancy(ptx, info, options.num_warps, kernel.shared_bytes, arch)
             if better is not None:
                 ptx, cubin, info = better

@@ -5,8 +5,9 @@ ptxas free to use registers for speed. For a kernel whose registers alone keep a
 off the SM (a row kernel at 80 registers where 64 would fit two programs of 512 threads instead
 of one), `raise_occupancy` assembles the same PTX again asking for more programs per SM, and keeps
 the result when ptxas gets there without spilling. More resident programs keep more loads in
-flight, which is what bandwidth-bound kernels lack; kernels on tensor cores are left alone (their
-register tiles are sized on purpose by their configurations).
+flight, which is what bandwidth-bound kernels lack; kernels with dots are left alone (their
+register tiles are sized on purpose by their configurations, and their auto-tuner picks warps and
+stages for the occupancy it wants).
 """
 
 from __future__ import annotations
