@@ -15,9 +15,9 @@ The barrier both publishes every thread's copies of slot i and proves that all t
 reading slot (i - 1) % S, which this iteration overwrites.
 
 When the body's dot runs on wgmma (accumulating into a loop-carried value) and the loop has four
-stages or several warpgroups, the dot becomes asynchronous: the body issues it, waits with `dot_wait(1)` until only it is in flight (so the dot
-of iteration i - 1, which read slot (i - 1) % S, is complete), and only then issues the copies
-into that slot; with several warpgroups a barrier after the wait makes that true for all of them.
+stages or several warpgroups, the dot becomes asynchronous: the body issues it, waits with
+`dot_wait(1)` until only it is in flight (so the dot of iteration i - 1, which read slot
+(i - 1) % S, is complete), and only then issues the copies into that slot; with several warpgroups a barrier after the wait makes that true for all of them.
 The tensor cores thus keep working through the copies and the next iteration's barrier. After the
 loop, `dot_wait(0)` completes the accumulator.
 """
@@ -210,10 +210,12 @@ def async_dot(loop: ForOp) -> DotOp | None:
     acc = dot.operands[2]
     if not isinstance(acc, BlockArgument) or acc.block is not body or acc.index == 0:
         return None
-    readers = uses(body).get(dot.result, [])
-    if readers != [term] or term.operands.count(dot.result) != 1 or term.operands.index(dot.result) != acc.index - 1:
+    users = uses(body)
+    if users.get(dot.result, []) != [term] or term.operands.count(dot.result) != 1:
         return None
-    if len(uses(body).get(acc, [])) != 1:  # the accumulator's registers are in flight meanwhile
+    if term.operands.index(dot.result) != acc.index - 1:  # not carried back into the accumulator
+        return None
+    if len(users.get(acc, [])) != 1:  # the accumulator's registers are in flight meanwhile
         return None
     return dot
 

@@ -1,7 +1,8 @@
 """Shared-memory allocation: every op that exchanges data through shared memory gets an offset
 in the kernel's one dynamic shared buffer. Scratch buffers (converts, trans, reshape, reductions
-across warps, the broadcast of a scalar atomic's old value) live for their op only; dot operands staged in shared memory live until their last
-use (to the end of the loop using them when that loop does not contain the definition).
+across warps, the broadcast of a scalar atomic's old value) live for their op only; dot operands
+staged in shared memory live until their last use (to the end of the loop using them when that
+loop does not contain the definition).
 Offsets come from first-fit over lifetimes; `module.attributes["shared_bytes"]` gets the total."""
 
 from __future__ import annotations

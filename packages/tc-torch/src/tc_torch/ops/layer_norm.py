@@ -139,28 +139,6 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tens
         launch(plan.reduce_kernel, device, (plan.reduce_programs,), dw if dw is not None else xr,
                db if db is not None else xr, dwp, dbp, plan.programs, n)
     return dx, dw, db
-    d = _defines(x.dtype, n, w is not None, has_b)
-    block = int(str(d["BLOCK"]))
-    r = backward_rows(m, block) if rows is None else max(1, int(rows))
-    g = tc.cdiv(m, r)
-    d.update(ROWS=r, NEED_DX=int(need_dx), NEED_DW=int(need_dw), NEED_DB=int(need_db))
-    acc = acc_dtype(x.dtype)
-    # [G, N] partial sums of dy * xhat and dy (a dummy pointer where not needed)
-    dwp = torch.empty((g, n), dtype=acc, device=x.device) if need_dw else mean
-    dbp = torch.empty((g, n), dtype=acc, device=x.device) if need_db else mean
-    dxr = dx.view(-1, n) if dx is not None else xr
-    k = get_kernel("layer_norm", "layer_norm_backward_dx", device, d,
-                   num_warps=rows_num_warps(block))
-    launch(k, device, (g,), dxr, dyr, xr, w if w is not None else xr, mean, rstd, dwp, dbp,
-           row_stride(dxr), row_stride(dyr), row_stride(xr), m, n)
-    if need_dw or need_db:
-        block_m, block_n = reduce_tile(block)
-        dr = {key: v for key, v in d.items() if key not in ("ROWS", "NEED_DX")}
-        dr.update(BLOCK_M=block_m, BLOCK_N=block_n)
-        k = get_kernel("layer_norm", "layer_norm_backward_reduce", device, dr, num_warps=4)
-        launch(k, device, (tc.cdiv(n, block_n),), dw if dw is not None else xr,
-               db if db is not None else xr, dwp, dbp, g, n)
-    return dx, dw, db
 
 
 class _LayerNorm(torch.autograd.Function):
