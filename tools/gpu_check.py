@@ -371,6 +371,40 @@ def memory_bench(r: Report) -> None:
         _ratio_row(r, f"{row['op']} {row['dtype']} {row['M']}x{row['N']}", row)
 
 
+def matmul_bench(r: Report) -> None:
+    """Issue 9: the spec's tutorial matmul against cuBLAS and Triton (tools/bench_matmul.py:
+    squares from 2048 and the issue's other shapes), and tc_torch.matmul's backward products and
+    tf32 (tools/bench_matmul_backward.py)."""
+    tools = ROOT / "tools"
+    shapes = "8192x8192x1024,4096x14336x4096,1024x4096x14336"
+    proc = subprocess.run([sys.executable, str(tools / "bench_matmul.py"), "--sizes", "2048,4096,8192",
+                           "--shapes", shapes], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-5000:])
+    r.check("tutorial matmul: every configuration's result equals torch's", proc.returncode == 0
+            and "WRONG" not in proc.stdout, f"exit {proc.returncode}")
+    for line in proc.stdout.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells) > 4 and cells[0][:1].isdigit():
+            r.number(f"matmul fp16 {cells[0]}", f"tc best {cells[-2]} TFLOPS, cuBLAS {cells[1]}, "
+                                                f"Triton {cells[2]}, tc / cuBLAS {cells[-1]}")
+    out = (OUT if OUT is not None else ROOT / "build") / "bench_matmul_backward.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(tools / "bench_matmul_backward.py"), "--shapes",
+                           "4096x4096x4096,8192x8192x8192", "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-5000:])
+    r.check("tc_torch.matmul backward products and tf32 equal torch's", proc.returncode == 0,
+            f"exit {proc.returncode}")
+    if out.is_file():
+        import json as _json
+
+        for row in _json.loads(out.read_text())["rows"]:
+            ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton")
+                               if isinstance(row.get(p), float) and isinstance(row.get("tc"), float))
+            r.number(f"matmul {row['dtype']} {row['shape']} {row['op']}",
+                     f"tc {row.get('tc', 0):.1f} TFLOPS, {ratios}")
+
+
 def sweeps(r: Report) -> None:
     """The spec's sweeps (tools/bench_sweeps.py): tc against torch and Triton, plots and tables
     into the logs archive. TC_SWEEPS_ARGS passes arguments (default: all four sweeps, --quick)."""
@@ -446,6 +480,7 @@ def main() -> int:
             ("runtime: launch vs Triton and CuPy, cached kernels", runtime_launch),
             ("softmax benchmark", softmax_bench),
             ("memory-bound kernels benchmark", memory_bench),
+            ("matmul benchmark", matmul_bench),
             ("benchmark sweeps", sweeps),
             ("tutorials", tutorials),
             ("compute-sanitizer", sanitizer),

@@ -1,0 +1,127 @@
+"""Issue 9's matmul ratios beyond the forward fp16 squares: the products of a backward pass
+(dA = dC B^T and dB = A^T dC, which tc_torch.matmul runs through its transposed variants) in
+fp16 and bf16, and float32 products on tf32 tensor cores against torch with allow_tf32, in
+TFLOPS of tc_torch.matmul, torch.matmul and Triton's tutorial matmul (fp16 only), one run.
+
+    PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_backward.py
+        [--shapes 4096x4096x4096,8192x8192x1024] [--json OUT] [--device cpu]
+
+Every result is checked against a float32 product first (a wrong one is reported, not timed).
+--device cpu checks the products on the interpreter at small shapes, without timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,4096x14336x4096,1024x4096x14336"
+CPU_SHAPES = "64x48x80,33x70x45"
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    out = []
+    for sh in (x for x in text.split(",") if x):
+        dims = [int(d) for d in sh.lower().split("x")]
+        if len(dims) != 3:
+            raise SystemExit(f"--shapes: {sh!r} is not MxNxK")
+        out.append((dims[0], dims[1], dims[2]))
+    return out
+
+
+def products(m: int, n: int, k: int, dtype: Any, device: str) -> dict[str, tuple[Any, Any]]:
+    """name -> (left, right) operands of the product, each a view as a backward pass sees it."""
+    import torch
+
+    a = torch.randn(m, k, device=device, dtype=dtype)
+    b = torch.randn(k, n, device=device, dtype=dtype)
+    dc = torch.randn(m, n, device=device, dtype=dtype)
+    return {"C = A B": (a, b), "dA = dC B^T": (dc, b.t()), "dB = A^T dC": (a.t(), dc)}
+
+
+def close(got: Any, ref: Any, tf32: bool) -> bool:
+    err = (got.float() - ref).abs().max().item()
+    scale = ref.abs().max().item()
+    return bool(err <= (1e-2 * scale if tf32 else 0.5 + 2e-2 * scale))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    import tc_torch
+    from tc_runtime.testing import do_bench
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default=None, help="MxNxK,... (default: the issue's shapes)")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    args = ap.parse_args(argv)
+    device = args.device
+    shapes = parse_shapes(args.shapes or (CPU_SHAPES if device == "cpu" else DEFAULT_SHAPES))
+    triton_mm: Callable[[Any, Any], Any] | None = None
+    if device == "cuda":
+        try:
+            from triton_matmul import triton_matmul as triton_mm
+        except Exception as exc:  # no triton on this machine
+            print(f"(triton unavailable: {exc})")
+    rows: list[dict[str, Any]] = []
+    ok = True
+    torch.manual_seed(0)
+    for m, n, k in shapes:
+        for dname, dtype in (("float16", torch.float16), ("bfloat16", torch.bfloat16), ("tf32", torch.float32)):
+            tf32 = dname == "tf32"
+            for op, (x, y) in products(m, n, k, dtype, device).items():
+                if tf32 and op != "C = A B":
+                    continue  # (the tf32 backward runs the same kernels as the 16-bit one)
+                ref = x.float() @ y.float()
+                precision = "tf32" if tf32 else "ieee"
+                providers: dict[str, Callable[[], Any]] = {
+                    "tc": functools.partial(tc_torch.matmul, x, y, precision=precision)}
+                if device == "cuda":
+                    providers["torch"] = functools.partial(torch.matmul, x, y)
+                    if triton_mm is not None and dtype == torch.float16:
+                        providers["triton"] = functools.partial(triton_mm, x, y)
+                row: dict[str, Any] = {"shape": f"{m}x{n}x{k}", "dtype": dname, "op": op}
+                for name, fn in providers.items():
+                    torch.backends.cuda.matmul.allow_tf32 = tf32
+                    try:
+                        good = close(fn(), ref, tf32)
+                    finally:
+                        torch.backends.cuda.matmul.allow_tf32 = False
+                    if not good:
+                        print(f"{row['shape']} {dname} {op} {name}: WRONG", flush=True)
+                        ok = ok and name != "tc"
+                        continue
+                    if device == "cuda":
+                        torch.backends.cuda.matmul.allow_tf32 = tf32
+                        ms = do_bench(fn)[0]
+                        torch.backends.cuda.matmul.allow_tf32 = False
+                        row[name] = 2.0 * m * n * k / (ms * 1e-3) / 1e12
+                    else:
+                        row[name] = "ok"  # (checked on the interpreter, not timed)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    print("\n| shape | dtype | product | tc | torch | triton | tc / torch | tc / triton |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        tc_, to, tr = row.get("tc"), row.get("torch"), row.get("triton")
+        cells = [v if isinstance(v, str) else f"{v:.1f}" if v else "-" for v in (tc_, to, tr)]
+        timed = isinstance(tc_, float)
+        r1 = f"{tc_ / to:.2f}" if timed and to else "-"
+        r2 = f"{tc_ / tr:.2f}" if timed and tr else "-"
+        print(f"| {row['shape']} | {row['dtype']} | {row['op']} | " + " | ".join(cells) + f" | {r1} | {r2} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": device, "rows": rows}, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
