@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import tc_lang
 from tc_ir.layouts import Blocked, DotOperand, Slice
 from tc_ir.lower import lower
@@ -48,6 +49,35 @@ def test_axis_info_vector_add() -> None:
     assert ptr.divisibility == (4,)  # pointers aligned to the element (no specialization)
     mask = axes.info(loads[0].operands[1])
     assert mask.constancy == (16,)  # off < N with N % 16 == 0
+
+
+WRAPPED = """
+__global__ void copy(half* Y, half* X, int M) {
+  int off[BLOCK] = (get_program_id(0) * BLOCK + 0 ... BLOCK) % M;
+  *(Y + off) = *(X + off);
+}
+"""
+
+
+@pytest.mark.parametrize("spec, contiguity", [("divisible_by_16", 16), (None, 1)])
+def test_remainder_by_a_runtime_value_keeps_runs(spec: str | None, contiguity: int) -> None:
+    # Triton's tutorial wraps rows with `% M`: with M a multiple of 16 (specialized) the offsets
+    # stay 16-long aligned runs, so the loads are 16-byte vectors; without, nothing is known
+    m = _module(WRAPPED, {"BLOCK": 256})
+    from tc_opt import SpecializeArguments
+
+    aligned = ("divisible_by_16", "divisible_by_16")
+    SpecializeArguments(CompileOptions(specialization=(*aligned, spec))).run(m)
+    f = m.functions[0]
+    axes = AxisAnalysis(f)
+    (load,) = [op for op in f.walk() if isinstance(op, LoadOp)]
+    info = axes.info(load.operands[0])
+    assert info.contiguity == (contiguity,)
+    assert info.divisibility == ((16,) if spec else (2,))  # bytes: the 16-byte aligned X
+    laid = _laid_out(WRAPPED, {"BLOCK": 1024}, specialization=(*aligned, spec))
+    (load,) = [op for op in laid.walk() if isinstance(op, LoadOp)]
+    layout = load.result.type.layout  # type: ignore[union-attr]
+    assert isinstance(layout, Blocked) and layout.size_per_thread == ((8,) if spec else (1,))
 
 
 def test_blocked_for() -> None:

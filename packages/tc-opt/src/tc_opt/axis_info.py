@@ -308,6 +308,21 @@ class AxisAnalysis:
                 tuple(g(a.divisibility[i], m) for i in range(n)),
                 tuple(max(k[i], g(a.constancy[i], m)) for i in range(n)),
             )
+        if kind in ("srem", "urem") and b.value is None:
+            # x % m for a runtime m that is one value along dimension i and a multiple of
+            # b.divisibility[i] (M specialized as divisible by 16, say): a run of L = min(contiguity
+            # of x, divisibility of x, divisibility of m) consecutive values of x starting at a
+            # multiple of L holds no multiple of m past its start, so x % m is consecutive there
+            # too, from a multiple of L (for x >= 0, as in `(pid * BLOCK + 0 ... BLOCK) % M`;
+            # Triton assumes the same). Where x and m are each a multiple of their divisibility
+            # element by element, x % m is a multiple of their gcd.
+            shape = _dims(t)
+            cont = tuple(min(a.contiguity[i], a.divisibility[i], b.divisibility[i])
+                         if b.constancy[i] >= shape[i] else 1 for i in range(n))
+            div = tuple(cont[i] if cont[i] > 1 else
+                        g(a.divisibility[i], b.divisibility[i]) if a.contiguity[i] == b.contiguity[i] == 1
+                        else 1 for i in range(n))
+            return AxisInfo(cont, div, k)
         if kind in ("sdiv", "udiv") and b.value is not None and b.value > 0 and pow2_divisor(b.value) == b.value:
             m = b.value
             return AxisInfo(
