@@ -477,6 +477,22 @@ def _facts(rng: np.random.Generator, p: int) -> Launch:
     return Launch([np.zeros(p * ld, np.float32), ld], (p,), (0,), True)
 
 
+WRAPPED = """
+__global__ void wrapped(half* Y, half* X, int M) {
+  int off[BLOCK] = get_program_id(0) * BLOCK + 0 ... BLOCK;
+  *(Y + off) = *(X + off % M);
+}
+"""
+
+
+def _wrapped(rng: np.random.Generator, m: int) -> Launch:
+    # rows wrapped with `% M` as in Triton's tutorial: M = 1008 is specialized as a multiple of
+    # 16, so the analysis keeps 16-long runs and the loads are vectors; M = 37 is not
+    programs = 40
+    x = _rand(rng, m, np.float16)
+    return Launch([np.zeros(programs * 256, np.float16), x, m], (programs,), (0,), True)
+
+
 def suite_cases() -> list[Case]:
     return [
         Case("signedness", SIGNED, {}, _scaled(_signedness)),
@@ -508,6 +524,7 @@ def suite_cases() -> list[Case]:
         Case("tiles_3d[float]", SUITE.TILES_3D, {"TYPE": "float", "A": 4, "B": 8, "C": 16},
              _sized(3, 1000, _tiles_3d(np.float32, 4, 8, 16))),
         Case("facts", SUITE.FACTS, {}, _sized(4, 1000, _facts)),
+        Case("wrapped_rows", WRAPPED, {"BLOCK": 256}, _sized(37, 1008, _wrapped)),
     ]
 
 
