@@ -285,3 +285,35 @@ def test_too_many_registers_is_a_typed_error() -> None:
     assert isinstance(e, ResourceLimitError)
     assert (e.resource, e.needed, e.limit, e.unit) == ("registers", 255 * 512, 65536, "32-bit registers")
     assert "num_warps" in e.hint and "E0702" in str(e)
+
+
+def _banks_per_store(strides: tuple[int, ...], element_bytes: int, rows: range, cols: list[int]) -> int:
+    """The most lanes of one warp store that fall in one shared-memory bank (1: no conflict):
+    lanes hold rows `rows[lane // 4]`, columns `cols[lane % 4]` (4-byte words)."""
+    banks: dict[int, set[int]] = {}
+    for lane in range(32):
+        r, c = rows[lane // 4], cols[lane % 4]
+        word = (r * strides[0] + c * strides[1]) * element_bytes // 4
+        banks.setdefault(word % 32, set()).add(word)
+    return max(len(words) for words in banks.values())
+
+
+@pytest.mark.parametrize("shape, element_bytes", [((128, 256), 2), ((128, 128), 4), ((64, 64), 2)])
+def test_exchanged_rows_are_padded_against_bank_conflicts(shape: tuple[int, int], element_bytes: int) -> None:
+    from tc_opt.shared_alloc import exchange_bytes, exchange_strides
+
+    # a tensor-core accumulator's store to the exchange buffer: lanes cover 8 rows x 4 column
+    # pairs (one 32-bit word of fp16 pairs each, two of fp32); row-major rows of a multiple of
+    # 128 bytes put all 8 rows in the same 4 banks (an 8-way conflict)
+    pair = 4 // element_bytes if element_bytes < 4 else 1
+    cols = [pair * i for i in range(4)]
+    rows = range(8)
+    plain = (shape[1], 1)
+    padded = exchange_strides(shape, element_bytes)
+    assert _banks_per_store(plain, element_bytes, rows, cols) == 8
+    assert _banks_per_store(padded, element_bytes, rows, cols) == 1
+    # the buffer holds the padded tile, at most an eighth more than the tile itself
+    last = ((shape[0] - 1) * padded[0] + shape[1] - 1) * element_bytes
+    assert last < exchange_bytes(shape, element_bytes) <= shape[0] * shape[1] * element_bytes * 9 // 8
+    # rows that are not whole bank cycles, or a single row, are not padded
+    assert exchange_strides((32, 24), 4) == (24, 1) and exchange_strides((1, 64), 4) == (64, 1)

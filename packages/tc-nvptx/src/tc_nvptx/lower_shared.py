@@ -11,6 +11,7 @@ import llvmlite.ir as ir
 from tc_ir.layouts import DotOperand
 from tc_ir.ops import ConvertLayoutOp, DotOp, Operation, ReduceOp, ReshapeOp, TransOp
 from tc_ir.types import ElementType, ScalarType, TileType
+from tc_opt.shared_alloc import exchange_strides, storage_bytes
 
 from .context import Ctx, SharedTile, TileVal, lowering_error
 from .layout_math import DimMap, ThreadMap, row_major_strides
@@ -43,11 +44,12 @@ def _linear(ctx: Ctx, m: ThreadMap, strides: Sequence[int], key: tuple[int, ...]
     return ctx.b.add(base, ir.Constant(I32, const)) if const else base
 
 
-def exchange(ctx: Ctx, op: Operation, src: TileVal, dst_t: TileType, read_strides: Sequence[int]) -> TileVal:
-    """Write `src` row-major to shared memory, then read each destination element at
-    sum(coord[i] * read_strides[i])."""
+def exchange(ctx: Ctx, op: Operation, src: TileVal, dst_t: TileType, read_strides: Sequence[int],
+             write_strides: Sequence[int] | None = None) -> TileVal:
+    """Write `src` to shared memory at sum(coord[i] * write_strides[i]) (row-major when None),
+    then read each destination element at sum(coord[i] * read_strides[i])."""
     base = ctx.smem_ptr(op)
-    src_strides = row_major_strides(src.map.shape)
+    src_strides = list(write_strides) if write_strides is not None else row_major_strides(src.map.shape)
     ctx.barrier()
     for key, v in src.vals.items():
         _store_shared(ctx, base, src.element, _linear(ctx, src.map, src_strides, key), v)
@@ -77,7 +79,8 @@ def lower_convert(ctx: Ctx, op: ConvertLayoutOp) -> None:
     if src_v.map.layout == dst_t.layout:
         ctx.values[op.result] = src_v
         return
-    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, row_major_strides(dst_t.shape))
+    padded = exchange_strides(dst_t.shape, storage_bytes(dst_t))  # (fewer bank conflicts)
+    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, padded, padded)
 
 
 def _same_threads(a: DimMap, b: DimMap) -> bool:
@@ -106,9 +109,11 @@ def lower_trans(ctx: Ctx, op: TransOp) -> None:
     if renamed is not None:
         ctx.values[op.result] = renamed
         return
-    src_strides = row_major_strides(src_v.map.shape)
+    src_t = op.operands[0].type
+    assert isinstance(src_t, TileType)
+    src_strides = exchange_strides(src_t.shape, storage_bytes(src_t))
     read = [src_strides[p] for p in op.perm]
-    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, read)
+    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, read, src_strides)
 
 
 @lowers("tc.reshape")

@@ -7,6 +7,8 @@ Offsets come from first-fit over lifetimes; `module.attributes["shared_bytes"]` 
 
 from __future__ import annotations
 
+import math
+
 import attrs
 from tc_ir.layouts import Blocked, DotOperand, Shared, Slice
 from tc_ir.ops import (
@@ -30,6 +32,8 @@ from .shared_buffers import buffer_bytes, buffer_users
 from .transpose_layout import is_register_trans
 
 ALIGN = 16
+#: Bytes of padding after each row of a tile exchanged through shared memory (exchange_strides).
+EXCHANGE_ROW_PAD = 16
 #: The slot through which thread 0 of a scalar atomic broadcasts the old value.
 SCALAR_SLOT_BYTES = 8
 #: Swizzled tiles start on 1024 bytes: the hardware swizzle of wgmma operands (and of TMA) takes
@@ -52,6 +56,30 @@ def storage_bytes(t: TileType) -> int:
     return 8 if isinstance(e, PointerType) else e.bytes
 
 
+def exchange_strides(shape: tuple[int, ...], element_bytes: int) -> tuple[int, ...]:
+    """Element strides of a tile exchanged through shared memory by a layout conversion or a
+    transposition: row-major, and when there are several rows (the last dimension) each a whole
+    number of 128-byte bank cycles long, each padded by 16 bytes. Threads that write the same
+    columns of different rows (a tensor-core accumulator, whose lanes hold 8 rows by 4 column
+    pairs) then reach different banks instead of one bank group; 16 bytes keep every row as
+    aligned as before, for vector accesses, and cost at most an eighth more memory."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    if len(shape) >= 2 and math.prod(shape[:-1]) > 1 and shape[-1] * element_bytes % 128 == 0:
+        strides[-2] = shape[-1] + max(1, EXCHANGE_ROW_PAD // element_bytes)
+        for i in range(len(shape) - 3, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+    return tuple(strides)
+
+
+def exchange_bytes(shape: tuple[int, ...], element_bytes: int) -> int:
+    """Shared bytes of a tile laid out with `exchange_strides`."""
+    if not shape:
+        return element_bytes
+    return shape[0] * exchange_strides(shape, element_bytes)[0] * element_bytes
+
+
 def scratch_bytes(op: Operation) -> int:
     """Shared bytes `op` needs (0 when it works in registers only)."""
     if isinstance(op, (ConvertLayoutOp, TransOp, ReshapeOp)):
@@ -61,7 +89,9 @@ def scratch_bytes(op: Operation) -> int:
                 return 0
             if isinstance(op, TransOp) and is_register_trans(src, dst, op.perm):
                 return 0
-            return dst.numel * storage_bytes(dst)
+            if isinstance(op, ReshapeOp):  # (read back by linear index: unpadded)
+                return dst.numel * storage_bytes(dst)
+            return exchange_bytes(src.shape, storage_bytes(src))  # written in the source's shape
         return 0
     if isinstance(op, ReduceOp):
         src = op.operands[0].type
