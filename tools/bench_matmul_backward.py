@@ -23,18 +23,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
+from bench_matmul import parse_shapes  # noqa: E402  (MxNxK lists, as bench_matmul reads them)
+
 DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,4096x14336x4096,1024x4096x14336"
 CPU_SHAPES = "64x48x80,33x70x45"
-
-
-def parse_shapes(text: str) -> list[tuple[int, int, int]]:
-    out = []
-    for sh in (x for x in text.split(",") if x):
-        dims = [int(d) for d in sh.lower().split("x")]
-        if len(dims) != 3:
-            raise SystemExit(f"--shapes: {sh!r} is not MxNxK")
-        out.append((dims[0], dims[1], dims[2]))
-    return out
 
 
 def products(m: int, n: int, k: int, dtype: Any, device: str) -> dict[str, tuple[Any, Any]]:
@@ -65,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     args = ap.parse_args(argv)
     device = args.device
-    shapes = parse_shapes(args.shapes or (CPU_SHAPES if device == "cpu" else DEFAULT_SHAPES))
+    shapes = parse_shapes("", args.shapes or (CPU_SHAPES if device == "cpu" else DEFAULT_SHAPES))
     triton_mm: Callable[[Any, Any], Any] | None = None
     if device == "cuda":
         try:
