@@ -3,12 +3,15 @@ pass manager's timings, on kernels lowered from source (the interpreter checks t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import tc_lang
 from tc_ir.interpreter import interpret
 from tc_ir.lower import lower
-from tc_ir.ops import BinaryOp, DotOp, ForOp, LoadOp, MakeRangeOp, Module, SelectOp
+from tc_ir.ops import BinaryOp, CastOp, DotOp, ForOp, LoadOp, MakeRangeOp, Module, SelectOp
+from tc_ir.types import ScalarType
 from tc_ir.verifier import verify
 from tc_lang.diagnostics import TcResourceError
 from tc_opt import (
@@ -23,6 +26,7 @@ from tc_opt import (
     fold_select_of_load,
     max_shared_bytes,
 )
+from tc_opt.canonicalize import narrow_constant
 from tc_opt.resources import check_shared
 
 
@@ -135,6 +139,75 @@ def test_select_of_unmasked_load_becomes_one_masked_load() -> None:
     interpret(m, [o, x, 40], (1,))
     assert o.tolist() == list(range(40)) + [-1.0] * 24
     assert fold_select_of_load(m.functions[0].body) == 0
+
+
+SELECT_CAST_LOAD = """
+__global__ void k(float* o, TYPE* x, int n) {
+  int r[64] = 0 ... 64;
+  bool m[64] = r < n;
+  float w[64] = m ? *(x + r) : FALLBACK;
+  *(o + r) = w;
+}
+"""
+
+
+@pytest.mark.parametrize("type_, np_type", [("half", "float16"), ("bf16", None), ("short", "int16")])
+def test_select_of_converted_load_takes_the_fallback_into_the_load(type_: str, np_type: str | None) -> None:
+    # select(m, fpext(load(x, m)), -inf) -> fpext(load(x, m, -inf as half)): the fallback is
+    # read into the load's registers, and no compare and select per element follows the
+    # conversion (a half row read into float past its end, as softmax and cross_entropy do)
+    m = lower_src(SELECT_CAST_LOAD, TYPE=type_, FALLBACK="-7.0f" if np_type == "int16" else "-F32_INFINITY")
+    assert any(isinstance(op, SelectOp) for op in m.walk())
+    Canonicalize().run(m)
+    verify(m)
+    loads = [op for op in m.walk() if isinstance(op, LoadOp)]
+    assert len(loads) == 1 and len(loads[0].operands) == 3
+    other = loads[0].operands[2]
+    assert other.type == loads[0].result.type  # a constant of the narrow type
+    assert not any(isinstance(op, SelectOp) for op in m.walk())
+    cast = next(op for op in m.walk() if isinstance(op, CastOp))
+    assert cast.operands[0] is loads[0].result
+    if np_type is None:
+        return  # bf16 has no numpy type: the IR is what this checks
+    x = np.arange(40).astype(np.dtype(np_type))
+    o = np.zeros(64, np.float32)
+    interpret(m, [o, x, 40], (1,))
+    assert o.tolist() == list(range(40)) + [-7.0 if np_type == "int16" else -np.inf] * 24
+
+
+@pytest.mark.parametrize("type_, fallback", [
+    ("half", "0.1f"),  # 0.1f is no half: the select stays
+    ("bf16", "1.001f"),
+    ("half", "70000.0f"),  # beyond the largest half
+    ("short", "0.5f"),  # no integer converts to it
+    ("short", "40000.0f"),  # beyond a short
+    ("short", "-0.0f"),  # sitofp gives +0.0
+    ("float", "-F32_INFINITY"),  # no conversion: the plain fold
+])
+def test_select_of_converted_load_keeps_a_fallback_the_load_type_cannot_hold(type_: str,
+                                                                            fallback: str) -> None:
+    m = lower_src(SELECT_CAST_LOAD, TYPE=type_, FALLBACK=fallback)
+    Canonicalize().run(m)
+    verify(m)
+    folded = not any(isinstance(op, SelectOp) for op in m.walk())
+    assert folded == (type_ == "float")
+
+
+def test_narrow_constant_moves_only_exact_values() -> None:
+    f16, bf16, f32, f64 = (ScalarType(n) for n in ("f16", "bf16", "f32", "f64"))
+    i8, i32 = ScalarType("i8"), ScalarType("i32")
+    assert narrow_constant("fpext", -math.inf, f16, f32) == -math.inf
+    assert math.isnan(narrow_constant("fpext", math.nan, bf16, f32) or 0.0)
+    assert narrow_constant("fpext", 65504.0, f16, f32) == 65504.0
+    assert narrow_constant("fpext", 65505.0, f16, f32) is None
+    assert narrow_constant("fpext", 1.0 + 2.0**-8, bf16, f32) is None  # 8 bits of mantissa: no
+    assert narrow_constant("fpext", 1.0 + 2.0**-7, bf16, f32) == 1.0 + 2.0**-7
+    assert narrow_constant("fpext", 0.1, f32, f64) is None  # 0.1 as a double is no float
+    assert narrow_constant("sext", -128, i8, i32) == -128 and narrow_constant("sext", 128, i8, i32) is None
+    assert narrow_constant("zext", 255, i8, i32) == -1  # the i8 bits 0xff
+    assert narrow_constant("zext", -1, i8, i32) is None
+    assert narrow_constant("sitofp", -3.0, i8, f32) == -3 and narrow_constant("uitofp", -3.0, i8, f32) is None
+    assert narrow_constant("fptrunc", 1.0, f32, f16) is None  # not value-preserving: never
 
 
 def test_shared_memory_above_the_target_is_a_typed_error() -> None:

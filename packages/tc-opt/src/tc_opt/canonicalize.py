@@ -3,6 +3,9 @@ algebraic identities that keep the alignment analysis and code generation simple
 
 from __future__ import annotations
 
+import math
+import struct
+
 from tc_ir.ops import (
     AddPtrOp,
     BinaryOp,
@@ -209,11 +212,79 @@ class Canonicalize(Pass):
         return None
 
 
+def _float_in(value: float, t: ScalarType) -> float | None:
+    """`value` when float type `t` holds it exactly (so fpext from `t` gives it back), else None."""
+    if math.isnan(value) or math.isinf(value) or t.name == "f64":
+        return value
+    try:
+        if t.name == "f16":
+            narrow = float(struct.unpack("<e", struct.pack("<e", value))[0])
+        else:  # f32, bf16: bf16 is the top half of an f32
+            narrow = float(struct.unpack("<f", struct.pack("<f", value))[0])
+            bits = struct.unpack("<I", struct.pack("<f", narrow))[0]
+            if t.name == "bf16" and bits & 0xFFFF:
+                return None
+    except (OverflowError, struct.error):
+        return None
+    return narrow if narrow == value and math.copysign(1, narrow) == math.copysign(1, value) else None
+
+
+def _int_range(kind: str, bits: int) -> tuple[int, int]:
+    """The values an integer of `bits` holds read as signed (sext, sitofp) or unsigned."""
+    if kind in ("sext", "sitofp"):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+def narrow_constant(kind: str, value: int | float | bool, src: ScalarType,
+                    dst: ScalarType) -> int | float | None:
+    """The constant c of type `src` that cast `kind` (from `src` to `dst`) turns into exactly
+    `value`, or None where there is none: what lets a constant on the wide side of a conversion
+    move to its narrow side."""
+    if isinstance(value, bool) or src.bits <= 1:
+        return None
+    if kind == "fpext" and src.is_float and dst.is_float:
+        return _float_in(float(value), src)
+    if kind in ("sext", "zext") and src.is_int and dst.is_int and isinstance(value, int):
+        lo, hi = _int_range(kind, src.bits)
+        return _wrap(value, src.bits) if lo <= value <= hi else None
+    if kind in ("sitofp", "uitofp") and src.is_int and dst.is_float:
+        v = float(value)
+        if not math.isfinite(v) or v != int(v) or (v == 0 and math.copysign(1, v) < 0):
+            return None  # sitofp gives no -0.0
+        lo, hi = _int_range(kind, src.bits)
+        return _wrap(int(v), src.bits) if lo <= int(v) <= hi else None
+    return None
+
+
+def _loaded_through_cast(block: Block, v: Value, users: dict[Value, list[Operation]],
+                         ) -> tuple[LoadOp, CastOp | None] | None:
+    """(load, None) when `v` is a load's result, (load, cast) when it is a cast of one whose only
+    user is that cast; each in `block`, `v` used once."""
+    if not isinstance(v, OpResult) or v.op.parent is not block or len(users.get(v, [])) != 1:
+        return None
+    if isinstance(v.op, LoadOp):
+        return v.op, None
+    if not isinstance(v.op, CastOp):
+        return None
+    a = v.op.operands[0]
+    if not (isinstance(a, OpResult) and isinstance(a.op, LoadOp)):
+        return None
+    if a.op.parent is not block or len(users.get(a, [])) != 1:
+        return None
+    return a.op, v.op
+
+
 def fold_select_of_load(root: Block) -> int:
     """select(m, load(p), v) -> load(p, m, v): one masked load with a fallback value instead of a
     load of every element and a select (the masked-off elements are then never read, which is
     what `check ? *px : -F32_INFINITY` means). Legal when the load has no other user, is not
-    volatile, has no mask or the same mask, and nothing with effects runs between the two."""
+    volatile, has no mask or the same mask, and nothing with effects runs between the two.
+
+    Also through a value-preserving conversion of the load with a constant v:
+    select(m, cast(load(p)), c) -> cast(load(p, m, c')) with cast(c') == c, e.g. a half row read
+    into float with -inf past its end: the fallback then goes into the load's registers (packed
+    16-bit words) rather than one compare and select per element after the conversion."""
     users = uses(root)
     count = 0
     for block in list(blocks_of(root)):
@@ -221,12 +292,14 @@ def fold_select_of_load(root: Block) -> int:
             if not isinstance(sel, SelectOp):
                 continue
             cond, a, b = sel.operands
-            if not (isinstance(a, OpResult) and isinstance(a.op, LoadOp)):
+            found = _loaded_through_cast(block, a, users)
+            if found is None:
                 continue
-            load = a.op
-            if load.parent is not block or load.volatile or len(users.get(a, [])) != 1:
+            load, cast = found
+            if load.volatile:
                 continue
-            if not isinstance(cond.type, TileType) or cond.type.shape != shape_of(a.type):
+            loaded = load.result
+            if not isinstance(cond.type, TileType) or cond.type.shape != shape_of(loaded.type):
                 continue
             if len(load.operands) > 1 and load.operands[1] is not cond:
                 continue
@@ -235,12 +308,35 @@ def fold_select_of_load(root: Block) -> int:
             start, stop = block.ops.index(load), block.ops.index(sel)
             if any(o.HAS_SIDE_EFFECTS or o.regions for o in block.ops[start + 1 : stop]):
                 continue
-            new = LoadOp.create([load.operands[0], cond, b], [a.type], {"volatile": False}, loc=load.loc)
-            if a.name_hint:
-                new.result.name_hint = a.name_hint
+            other = b
+            if cast is not None:
+                c = constant_of(b)
+                src, dst = element_of(loaded.type), element_of(a.type)
+                if c is None or not (isinstance(src, ScalarType) and isinstance(dst, ScalarType)):
+                    continue
+                narrow = narrow_constant(cast.kind, c, src, dst)
+                if narrow is None:
+                    continue
+                other_op = ConstantOp.create([], [loaded.type], {"value": narrow}, loc=sel.loc)
+                block.insert(stop, other_op)
+                other = other_op.result
+                stop += 1
+            new = LoadOp.create([load.operands[0], cond, other], [loaded.type], {"volatile": False},
+                                loc=load.loc)
+            if loaded.name_hint:
+                new.result.name_hint = loaded.name_hint
             block.insert(stop, new)
-            replace_uses(root, sel.result, new.result)
+            result = new.result
+            if cast is not None:
+                new_cast = CastOp.create([new.result], [a.type], {"kind": cast.kind}, loc=cast.loc)
+                if sel.result.name_hint or a.name_hint:
+                    new_cast.result.name_hint = sel.result.name_hint or a.name_hint
+                block.insert(stop + 1, new_cast)
+                result = new_cast.result
+            replace_uses(root, sel.result, result)
             block.remove(sel)
+            if cast is not None:
+                block.remove(cast)
             block.remove(load)
             users = uses(root)
             count += 1
