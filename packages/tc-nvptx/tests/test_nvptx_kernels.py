@@ -29,15 +29,49 @@ def test_softmax(arch: str, block: int) -> None:
 
 @pytest.mark.parametrize("name", ["transpose.tc", "transpose_masked.tc", "transpose_multipleof.tc"])
 @pytest.mark.parametrize("type_", ["float", "half"])
-def test_transpose_renames_registers(name: str, type_: str) -> None:
-    """A trans between a load and a store is laid out so that each thread holds a small 2-D
-    block: both sides are coalesced and no data crosses threads (no shared memory, no barrier)."""
+def test_transpose_exchanges_through_shared_memory(name: str, type_: str) -> None:
+    """A 32 x 64 trans between a load and a store goes through shared memory, so that both sides
+    keep their coalesced layouts (a register renaming would leave either side half rows): the
+    exchange is the kernel's first use of shared memory and needs one barrier, not two."""
     k = _compile(name, {"TYPE": type_, "TM": 32, "TN": 64})
     ptx = k.ptx  # type: ignore[attr-defined]
     assert "ld.global" in ptx and "st.global" in ptx
-    assert "st.shared" not in ptx and "bar.sync" not in ptx
-    assert k.shared_bytes == 0  # type: ignore[attr-defined]
+    assert "st.shared" in ptx and "ld.shared" in ptx
+    assert ptx.count("bar.sync") == 1
+    assert k.shared_bytes > 32 * 64 * (4 if type_ == "float" else 2)  # type: ignore[attr-defined]
     assert k.cubin is not None and k.spills == 0  # type: ignore[attr-defined]
+
+
+TORCH_TRANSPOSE = Path(__file__).resolve().parents[2] / "tc-torch" / "src" / "tc_torch" / "kernels" / "transpose.tc"
+
+
+@pytest.mark.parametrize("type_, tm, tn, shared", [
+    ("half", 64, 64, 64 * 66 * 2), ("half", 128, 128, 128 * 130 * 2), ("float", 64, 64, 64 * 65 * 4),
+])
+def test_aligned_transpose_is_16_byte_vectors_of_whole_rows(type_: str, tm: int, tn: int, shared: int) -> None:
+    """tc_torch's transpose as the runtime specializes it: 16-byte global loads and stores (one
+    per 16 bytes of the thread's tile share: no 8-byte stores), one barrier, and shared rows
+    padded by 2 (fp32: 1) elements as the bank model chose (fp16 writes fp16 pairs)."""
+    k = compile(TORCH_TRANSPOSE.read_text(), defines={"TYPE": type_, "TM": tm, "TN": tn},
+                options=CompileOptions(arch="sm_90", specialization=("divisible_by_16",) * 6))
+    ptx = k.ptx
+    vectors = tm * tn * (2 if type_ == "half" else 4) // 16 // 128
+    assert ptx.count("ld.global.v4.b32") == vectors and ptx.count("st.global.v4.b32") == vectors
+    assert "st.global.v2" not in ptx and "st.global.b" not in ptx
+    assert ptx.count("bar.sync") == 1
+    assert k.shared_bytes == shared
+    if type_ == "half":
+        assert "st.shared.b32" in ptx and "ld.shared.b16" in ptx
+    assert k.cubin is not None and k.spills == 0
+
+
+def test_small_aligned_transpose_renames_registers() -> None:
+    """An 8 x 8 tile in one warp: lanes split between both dimensions still cover whole rows, so
+    the trans moves no data (no shared memory, no barrier)."""
+    k = compile(TORCH_TRANSPOSE.read_text(), defines={"TYPE": "float", "TM": 8, "TN": 8},
+                options=CompileOptions(arch="sm_90", num_warps=1, specialization=("divisible_by_16",) * 6))
+    assert "st.shared" not in k.ptx and "bar.sync" not in k.ptx
+    assert k.shared_bytes == 0
 
 
 COMPUTED_TRANSPOSE = """

@@ -11,7 +11,12 @@ import llvmlite.ir as ir
 from tc_ir.layouts import DotOperand
 from tc_ir.ops import ConvertLayoutOp, DotOp, Operation, ReduceOp, ReshapeOp, TransOp
 from tc_ir.types import ElementType, ScalarType, TileType
-from tc_opt.shared_alloc import exchange_strides, storage_bytes
+from tc_opt.shared_alloc import (
+    exchange_strides,
+    runs_first_in_shared_memory,
+    storage_bytes,
+    trans_exchange_strides,
+)
 
 from .context import Ctx, SharedTile, TileVal, lowering_error
 from .layout_math import DimMap, ThreadMap, row_major_strides
@@ -50,7 +55,8 @@ def exchange(ctx: Ctx, op: Operation, src: TileVal, dst_t: TileType, read_stride
     then read each destination element at sum(coord[i] * read_strides[i])."""
     base = ctx.smem_ptr(op)
     src_strides = list(write_strides) if write_strides is not None else row_major_strides(src.map.shape)
-    ctx.barrier()
+    if not runs_first_in_shared_memory(ctx.function, ctx.alloc, op):
+        ctx.barrier()  # earlier readers of this memory are done
     for key, v in src.vals.items():
         _store_shared(ctx, base, src.element, _linear(ctx, src.map, src_strides, key), v)
     ctx.barrier()
@@ -111,7 +117,7 @@ def lower_trans(ctx: Ctx, op: TransOp) -> None:
         return
     src_t = op.operands[0].type
     assert isinstance(src_t, TileType)
-    src_strides = exchange_strides(src_t.shape, storage_bytes(src_t))
+    src_strides = trans_exchange_strides(src_t, dst_t, op.perm)  # (fewest bank conflicts)
     read = [src_strides[p] for p in op.perm]
     ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, read, src_strides)
 

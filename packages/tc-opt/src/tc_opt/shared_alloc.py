@@ -29,6 +29,7 @@ from tc_ir.types import PointerType, TileType
 
 from .pass_manager import Pass
 from .shared_buffers import buffer_bytes, buffer_users
+from .smem_banks import wavefronts
 from .transpose_layout import is_register_trans
 
 ALIGN = 16
@@ -80,6 +81,47 @@ def exchange_bytes(shape: tuple[int, ...], element_bytes: int) -> int:
     return shape[0] * exchange_strides(shape, element_bytes)[0] * element_bytes
 
 
+def padded_strides(shape: tuple[int, ...], pad: int) -> tuple[int, ...]:
+    """Row-major element strides with `pad` elements after each row (the last dimension)."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * (shape[i + 1] + (pad if i == len(shape) - 2 else 0))
+    return tuple(strides)
+
+
+def trans_exchange_strides(src: TileType, dst: TileType, perm: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides at which a transposition through shared memory writes its source tile
+    (row-major in the source's shape; the result is read back at the permuted strides).
+
+    The writes follow the source layout and the reads the result layout, contiguous along
+    different dimensions: a row padding that suits one side (16 bytes keeps 16-byte vector
+    writes) can put every lane of the other in one bank (a warp reading a column of rows 8 apart
+    whose stride is a multiple of 128 bytes: 8- or 16-way conflicts). So the padding, none or
+    1..16 bytes, is the one with the fewest wavefronts of both sides together in the
+    smem_banks model (the smaller on ties). Layouts other than Blocked keep `exchange_strides`."""
+    eb = storage_bytes(src)
+    if not (isinstance(src.layout, Blocked) and isinstance(dst.layout, Blocked)) or src.rank < 2:
+        return exchange_strides(src.shape, eb)
+    if math.prod(src.shape[:-1]) <= 1 or dst.numel <= 1:
+        return exchange_strides(src.shape, eb)
+    best: tuple[int, int] | None = None
+    best_strides = exchange_strides(src.shape, eb)
+    for pad in (0, 1, 2, 4, 8, 16):
+        if pad * eb > EXCHANGE_ROW_PAD:
+            break
+        strides = padded_strides(src.shape, pad)
+        read = tuple(strides[p] for p in perm)
+        cost = wavefronts(src.shape, src.layout, strides, eb) + wavefronts(dst.shape, dst.layout, read, eb)
+        if best is None or (cost, pad) < best:
+            best, best_strides = (cost, pad), strides
+    return best_strides
+
+
+def trans_exchange_bytes(src: TileType, dst: TileType, perm: tuple[int, ...]) -> int:
+    """Shared bytes of a transposition's buffer (`trans_exchange_strides`)."""
+    return src.shape[0] * trans_exchange_strides(src, dst, perm)[0] * storage_bytes(src)
+
+
 def scratch_bytes(op: Operation) -> int:
     """Shared bytes `op` needs (0 when it works in registers only)."""
     if isinstance(op, (ConvertLayoutOp, TransOp, ReshapeOp)):
@@ -87,8 +129,10 @@ def scratch_bytes(op: Operation) -> int:
         if isinstance(src, TileType) and isinstance(dst, TileType) and dst.numel > 1:
             if isinstance(op, ConvertLayoutOp) and src.layout == dst.layout:
                 return 0
-            if isinstance(op, TransOp) and is_register_trans(src, dst, op.perm):
-                return 0
+            if isinstance(op, TransOp):
+                if is_register_trans(src, dst, op.perm):
+                    return 0
+                return trans_exchange_bytes(src, dst, op.perm)
             if isinstance(op, ReshapeOp):  # (read back by linear index: unpadded)
                 return dst.numel * storage_bytes(dst)
             return exchange_bytes(src.shape, storage_bytes(src))  # written in the source's shape
@@ -186,6 +230,18 @@ def allocate(f: Function) -> Allocation:
         alloc.offsets[op] = offset
         alloc.size = max(alloc.size, offset + size)
     return alloc
+
+
+def runs_first_in_shared_memory(f: Function, alloc: Allocation, op: Operation) -> bool:
+    """Whether `op` is the first op of `f` in program order with shared memory of its own and in
+    no loop: no thread can have used shared memory before it, so writing its buffer needs no
+    barrier first (one for what it wrote is still needed before others read it)."""
+    if op not in alloc.offsets or _loops_of(op):
+        return False
+    for o in f.walk():
+        if o in alloc.offsets:
+            return o is op
+    return False
 
 
 class AllocateShared(Pass):

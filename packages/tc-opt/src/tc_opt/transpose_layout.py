@@ -4,7 +4,18 @@ loaded side whose dimension-permuted twin is the stored side's layout, so `trans
 Each thread holds a small 2-D block: `vs` elements along the dimension the loads are contiguous in
 and `vd` along the one the stores are contiguous in (in source coordinates). Both sides then access
 global memory with vectors (128 bits when alignment allows), and the transposition is a renaming
-of the thread's registers instead of a round trip through shared memory and two barriers.
+of the thread's registers instead of a round trip through shared memory and barriers.
+
+That holds only for small tiles: the lanes of a warp are split between the two dimensions, so a
+warp's access covers at most 32 / (lanes along the other side) vectors of one row, and both
+sides cannot cover 128 bytes of a row each (8 x 8 lanes of 16-byte vectors are 64 lanes). With
+half rows (16-bit 64 x 64 tiles, 4 warps: 8-byte stores, 32 bytes of 8 rows per instruction;
+8 x 8 blocks: 64 of 8 rows) an H100 moved 3-5% fewer bytes than with whole 128-byte rows on both
+sides through shared memory, and 16-bit 32 x 32 tiles half as many. So the register
+transposition is chosen only where it reaches, on both sides, the row coverage of the access's
+own coalesced layout (`covers_rows`); otherwise the loads and stores keep their coalesced
+layouts and the trans goes through shared memory (shared_alloc.trans_exchange_strides pads its
+rows against bank conflicts).
 """
 
 from __future__ import annotations
@@ -104,6 +115,31 @@ def joint_layout(
     return Blocked(spt, tpw, wpc, [fs, other])
 
 
+#: A warp's access needs no more contiguous bytes of a row than this (a 128-byte line).
+LINE_BYTES = 128
+
+
+def row_bytes(layout: Blocked, dim: int, vec: int, element_bytes: int, extent: int) -> int:
+    """Contiguous bytes of one row along `dim` that one warp-wide access of `vec`-element vectors
+    covers in `layout` (lanes along `dim` hold adjacent vectors only when each holds one)."""
+    spt, tpw = layout.size_per_thread[dim], layout.threads_per_warp[dim]
+    lanes = tpw if spt <= vec else 1
+    return min(lanes * min(spt, vec), extent) * element_bytes
+
+
+def covers_rows(layout: Blocked, shape: Sequence[int], dim: int, vec: int, element_bytes: int) -> bool:
+    """Whether a warp's access in `layout` covers as much of a row along `dim` as the access's
+    coalesced layout does (32 lanes of `vec` elements, up to one 128-byte line or the extent)."""
+    want = min(32 * vec * element_bytes, shape[dim] * element_bytes, LINE_BYTES)
+    return row_bytes(layout, dim, vec, element_bytes, shape[dim]) >= want
+
+
+def _element_bytes(ptr: Value) -> int:
+    t = ptr.type
+    assert isinstance(t, TileType)
+    return t.element.pointee.bytes if isinstance(t.element, PointerType) else 4
+
+
 def _producers(v: Value, depth: int = 0) -> Iterator[LoadOp]:
     if not isinstance(v, OpResult) or depth > 6:
         return
@@ -155,6 +191,9 @@ def transpose_anchors(f: Function, axes: AxisAnalysis, num_warps: int) -> list[t
         shape = _shape(op.operands[0])
         src = joint_layout(shape, fs, vs, fd, vd, num_warps)
         dst = permute_blocked(src, op.perm)
+        if not (covers_rows(src, shape, fs, vs, _element_bytes(loads[0].operands[0]))
+                and covers_rows(dst, _shape(op.result), fd_dst, vd, _element_bytes(stores[0].operands[0]))):
+            continue  # half rows cost more than the exchange through shared memory
         for ld in loads:
             out.extend((v, src) for v in _tiles(ld))
         for st in stores:
