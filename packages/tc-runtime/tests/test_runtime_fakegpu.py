@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 import tc_runtime as tc
 from tc_runtime import autotune, driver
+from tc_runtime.signature import DIV16
 
 ACC_SRC = """
 __global__ void acc(float* z, int N) {
@@ -671,3 +673,82 @@ def test_launches_from_other_threads(fake: FakeCuda) -> None:
     np.testing.assert_array_equal(_floats(a), 2)
     np.testing.assert_array_equal(_floats(b)[:32], 3)
     np.testing.assert_array_equal(_floats(b)[32:], 0)
+
+
+def test_cached_launches_take_the_generated_entry(fake: FakeCuda,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # every call of the general path is counted: after the first launch, the common forms of a
+    # call (tuple or function grid of 1-3 ints, default or int stream) must launch without it
+    general: list[tuple[object, ...]] = []
+    original = tc.Kernel._call
+
+    def counting(self: tc.Kernel, *args: object, grid: object = None,
+                 stream: object = None) -> None:
+        general.append(args)
+        original(self, *args, grid=grid, stream=stream)
+
+    monkeypatch.setattr(tc.Kernel, "_call", counting)
+    monkeypatch.setattr(driver, "stream_getter", lambda index: lambda i: 9000 + i)
+    _add_one(fake)
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    assert isinstance(k, functools.partial) and callable(k)
+    z = buf.ctypes.data
+    k(z, 64, grid=(2,))
+    assert len(general) == 1 and k.func is k._entry and "entry" in k._entry.__name__
+
+    def last() -> tuple[Any, ...]:
+        return [c for c in fake.calls if c[0] == "launch"][-1]
+
+    k(z, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    assert last()[2:5] == ((2, 1, 1), 128, 9000)
+    k(z, 32, grid=(1, 3))
+    assert last()[2] == (1, 3, 1)
+    k(z, 32, grid=(1, 2, 2), stream=77)
+    assert last()[2] == (1, 2, 2) and last()[4] == 77
+    k(z, 48, grid=(2,), stream=0)
+    assert last()[4] == 0
+    assert len(general) == 1
+    # (the simulated kernel adds 1 to the first N elements once per launch)
+    np.testing.assert_array_equal(_floats(buf)[:32], 5)
+    np.testing.assert_array_equal(_floats(buf)[32:48], 3)
+    np.testing.assert_array_equal(_floats(buf)[48:], 2)
+
+    # everything else goes through the general path, and still launches right
+    class Stream:
+        cuda_stream = 55
+
+    launches = fake.launches
+    k(z, 64, grid=[2])  # a list grid
+    k(z, 64, grid=(2,), stream=Stream())  # a stream object
+    assert last()[4] == 55
+    k(z + 4, 8, grid=(1,))  # a misaligned pointer: another specialization
+    k(z, 64, grid=(0,))  # an empty grid: checked, nothing launched
+    assert len(general) == 5 and fake.launches == launches + 3
+    assert sorted(s for _, s in k._compiled) == [(0, 0), (16, 16)]
+    np.testing.assert_array_equal(_floats(buf)[:10], [7, 8, 8, 8, 8, 8, 8, 8, 8, 7])
+    # errors are the general path's, with nothing chained from the entry's own checks
+    with pytest.raises(TypeError, match=r"takes 2 arguments, got 3") as info:
+        k(z, 64, 1, grid=(2,))
+    assert info.value.__context__ is None
+    with pytest.raises(TypeError, match="must be a pointer"):
+        k(True, 64, grid=(2,))
+    with pytest.raises(ValueError, match="above the CUDA limit"):
+        k(z, 64, grid=(2**31,))
+    with pytest.raises(TypeError, match="needs a grid"):
+        k(z, 64)
+    with pytest.raises(TypeError, match="does not fit in int"):
+        k(z, 2**40, grid=(1,))
+
+
+def test_entry_follows_the_autotuning_key(fake: FakeCuda) -> None:
+    # the entry's table is keyed like the general path: each key value launches its own choice
+    k = tc.kernel(ACC_SRC, device="cuda:0", autotune_key=["N"],
+                  autotune_configs=[tc.config(defines={"BLOCK": 32}),
+                                    tc.config(defines={"BLOCK": 64})])
+    buf = fake.alloc(4 * 256)
+    fake.block_time = {128: 1.0}  # both use 4 warps: the first measured wins every key
+    for n in (64, 128, 64, 128):
+        k(buf.ctypes.data, n, grid=lambda opt: (tc.cdiv(n, opt.BLOCK),))
+    assert len(k._fast) == 2 and len(k._records) == 2
+    assert set(k._records) == {(DIV16, 64), (DIV16, 128)}

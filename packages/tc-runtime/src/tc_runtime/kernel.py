@@ -4,22 +4,27 @@ specialization), cached in memory and on disk, auto-tuned, launched with a grid.
     k = tc.kernel(src, device="cuda:0", defines={"TYPE": "float", "BLOCK": 1024})
     k(z_ptr, x_ptr, y_ptr, N, grid=lambda opt: (tc.cdiv(N, opt.BLOCK),))
 
-The launch path of a kernel already chosen for its arguments is: one generated look-up function
-(the specialization codes and the auto-tuning key values, then one dict look-up), the grid, the
-stream getter chosen once, and the variant's launch closure (driver.Function.launcher: one
-`struct.pack_into` into the variant's parameter buffer and one cuLaunchKernel, everything else
-bound once). Everything else (argument checking with clear errors, compiling, tuning) happens on
-the slow path, which runs only when the fast one raises or misses.
+A Kernel is a functools.partial of its entry function with no bound arguments: CPython calls a
+partial through vectorcall straight into the function, where a class's own `__call__` would cost a
+slot wrapper, an argument tuple and a keyword dict per launch (a fifth of a launch's host time).
+`_set_entry` swaps the function (partial's `__setstate__`, keeping the instance's __dict__). Once a GPU kernel has its signature, the entry is
+the kernel's generated launch function (tc_runtime.fastcall): the specialization key, the
+variant's launch record, grid, stream, `struct.pack_into` and cuLaunchKernel in one frame. Until
+then, on the CPU, and for everything the entry does not handle, `_call` runs: the general path
+(one generated look-up function, then the grid, the stream and the variant's launch closure), and
+from it the slow path (argument checking with clear errors, compiling, tuning) when the look-up
+misses or raises.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import autotune, compiler, driver, knobs
+from . import autotune, compiler, driver, fastcall, knobs
 from .binary import KernelBinary
 from .binary import read as read_binary
 from .build import base_key, compile_cached
@@ -110,8 +115,18 @@ class Variant:
                                                 packer.pack, foreign_normalized)
 
 
-class Kernel:
-    """A Triton-C kernel bound to a device. Call it with the kernel's arguments and `grid=`."""
+def _not_initialized(*args: object, **kwargs: object) -> None:
+    raise TypeError("this tc Kernel was not initialized (Kernel.__init__ did not run)")
+
+
+class Kernel(functools.partial[None]):
+    """A Triton-C kernel bound to a device. Call it with the kernel's arguments and `grid=`:
+    `k(*args, grid=..., stream=None)` (`grid`: a tuple of 1 to 3 ints, or a function of the
+    chosen configuration's options returning one; `stream`: a raw handle or a stream object,
+    by default the current stream of torch or the legacy default stream)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Kernel:  # (partial.__new__ takes the function)
+        return super().__new__(cls, _not_initialized)
 
     def __init__(self, src: str, device: object = "cuda", defines: Mapping[str, object] | None = None,
                  num_warps: int = 4, num_stages: int = 3,
@@ -144,6 +159,11 @@ class Kernel:
         self._key_indices: list[int] = []
         self._nspec = 0
         self._fast: dict[tuple[Any, ...], Variant] = {}
+        #: the launch entry's table: fastcall.entry_key(key) -> launch_record(_fast[key])
+        self._records: dict[Any, tuple[Any, ...]] = {}
+        self._ctypes_backend = False
+        self._entry_made = False
+        self._set_entry(self._call)  # until _setup generates the entry
         self._compiled: dict[tuple[int, tuple[int, ...]], Variant] = {}
         self._failed: dict[tuple[int, tuple[int, ...]], BaseException] = {}
         self._last: Variant | None = None
@@ -215,7 +235,20 @@ class Kernel:
 
     # --------------------------------------------------------------------------------- launch
 
-    def __call__(self, *args: object, grid: object, stream: object = None) -> None:
+    def _set_entry(self, entry: Callable[..., None]) -> None:
+        """Make calls of the kernel run `entry` (see the module's docstring)."""
+        functools.partial.__setstate__(self, (entry, (), None, self.__dict__))  # type: ignore[attr-defined]
+
+    @property
+    def _entry(self) -> Callable[..., None]:
+        """What a call of the kernel runs: `_call`, or the generated entry (tools time it)."""
+        return self.func
+
+    def _call(self, *args: object, grid: object = None, stream: object = None) -> None:
+        """The general launch path: any arguments, grid and stream; the slow path from here."""
+        if grid is None:
+            raise TypeError(f"launching '{self.name or 'kernel'}' needs a grid: "
+                            f"k(*args, grid=lambda opt: (...,))")
         try:
             v: Variant | None = self._lookup(*args)  # self._fast[self._key_fn(*args)]
         except Exception:  # a new key, arguments that need checking, or the CPU: the slow path
@@ -283,6 +316,10 @@ class Kernel:
                     self._check_devices(sig, normalized)
                     v = self._choose(key, normalized, grid, stream)
                     self._fast[key] = v
+                    ekey = fastcall.entry_key(sig, key)
+                    record = fastcall.launch_record(v, self._ctypes_backend)
+                    if ekey is not None and record is not None:
+                        self._records[ekey] = record
         self._last = v
         return v, normalized
 
@@ -298,6 +335,13 @@ class Kernel:
                 self._lookup = sig.lookup_function(self._fast, indices)
         if self._stream_fn is driver._default_stream:
             self._stream_fn = driver.stream_getter(self._index)
+        if not self._entry_made:
+            with self._lock:
+                self._ctypes_backend = driver.raw_launch_function() is not None
+                self._set_entry(fastcall.make_entry(
+                    sig, self._key_indices, self._records, self._call, self._stream_fn,
+                    self._index, self._max_grid, self._ctypes_backend))
+                self._entry_made = True
         return sig
 
     def _check_devices(self, sig: Signature, args: Sequence[object]) -> None:

@@ -112,7 +112,7 @@ class Signature:
         data_ptr = getattr(value, "data_ptr", None)
         if callable(data_ptr):
             value = data_ptr()
-        if isinstance(value, (float, complex, str, bytes)) or value is None:
+        if isinstance(value, (bool, float, complex, str, bytes)) or value is None:
             raise self._bad(i, value, "a pointer (an int address, e.g. tensor.data_ptr())")
         try:
             address = operator.index(value)  # type: ignore[arg-type]
@@ -196,12 +196,11 @@ class Signature:
         and whatever `key_function` raises."""
         return self._generate_key(extra, table)
 
-    def _generate_key(self, extra: Sequence[int],
-                      table: Mapping[tuple[Any, ...], Any] | None) -> Callable[..., Any]:
+    def key_expression(self, extra: Sequence[int]) -> str:
+        """The key as a Python expression of the arguments `a0, a1, ...` (their specialization
+        codes, then the values at `extra`), for the generated look-up and launch functions."""
         n = len(self.kinds)
-        params = ", ".join(f"a{i}" for i in range(n))
         pointers = set(self.pointer_indices)
-        checks = [f"type(a{i}) is not int" for i in self.pointer_indices]
         parts = []
         for i in self._special:
             if i in pointers:
@@ -212,11 +211,18 @@ class Signature:
             if not 0 <= i < n:
                 raise ValueError(f"key index {i} out of range for {self.describe()}")
             parts.append(f"a{i}")
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+
+    def _generate_key(self, extra: Sequence[int],
+                      table: Mapping[tuple[Any, ...], Any] | None) -> Callable[..., Any]:
+        n = len(self.kinds)
+        params = ", ".join(f"a{i}" for i in range(n))
+        checks = [f"type(a{i}) is not int" for i in self.pointer_indices]
+        key = self.key_expression(extra)
         lines = [f"def key({params}):"]
         if checks:
             lines.append(f"    if {' or '.join(checks)}:")
             lines.append("        raise TypeError('not a plain int')")
-        key = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
         lines.append(f"    return {key}" if table is None else f"    return table[{key}]")
         namespace: dict[str, Any] = {"table": table}
         exec(compile("\n".join(lines), f"<tc key of {self.kernel}>", "exec"), namespace)
