@@ -73,7 +73,7 @@ def main() -> int:
     import torch
 
     import tc_runtime as tc
-    from tc_runtime import driver
+    from tc_runtime import driver, knobs
 
     if not torch.cuda.is_available():
         print("no CUDA GPU: nothing to measure", file=sys.stderr)
@@ -99,6 +99,7 @@ def main() -> int:
 
     # --- tc, through each launch back end
     backends = {}
+    chosen = os.environ.get("TC_LAUNCH_BACKEND")
     for backend in ("ctypes", "cuda-python"):
         os.environ["TC_LAUNCH_BACKEND"] = backend
         driver._raw_launch = None  # re-read the knob for the kernels created next
@@ -106,7 +107,15 @@ def main() -> int:
         k(zp, xp, yp, N, grid=(1,))
         backends[backend] = k
         measure(f"tc kernel, int pointers, tuple grid [{backend}]", _caller(k, zp, xp, yp))
-    k = backends["ctypes"]
+    if chosen is None:
+        del os.environ["TC_LAUNCH_BACKEND"]
+    else:
+        os.environ["TC_LAUNCH_BACKEND"] = chosen
+    driver._raw_launch = None
+    default = knobs.launch_backend()
+    results["tc kernel, int pointers, tuple grid (default back end)"] = \
+        results[f"tc kernel, int pointers, tuple grid [{default}]"]
+    k = backends[default]
     measure("tc kernel, data_ptr() + lambda grid (the tutorial's call)",
             lambda: lambda: k(z.data_ptr(), x.data_ptr(), y.data_ptr(), N,
                               grid=lambda opt: (tc.cdiv(N, opt.BLOCK),)))
@@ -167,7 +176,7 @@ def main() -> int:
             lambda: lambda: raw(ch, 1, 1, 1, fn.block_x, 1, 1, fn.shared_bytes, None,
                                 v.packer.pointers, None))
 
-    tc_us = results["tc kernel, int pointers, tuple grid [ctypes]"]
+    tc_us = results["tc kernel, int pointers, tuple grid (default back end)"]
     triton_us = results["Triton 3.x @triton.jit kernel[(1,)](x, y, z, n, BLOCK=1024)"]
     cupy_us = results["CuPy RawKernel((1,), (1024,), (z, x, y, n))"]
     print()

@@ -295,7 +295,7 @@ def runtime_launch(r: Report) -> None:
         r.check("bench_launch", False, f"exit {proc.returncode}")
         return
     res = _json.loads(out.read_text())["results"]
-    tc_us = res.get("tc kernel, int pointers, tuple grid [ctypes]")
+    tc_us = res.get("tc kernel, int pointers, tuple grid (default back end)")
     peers = {"Triton": res.get("Triton 3.x @triton.jit kernel[(1,)](x, y, z, n, BLOCK=1024)"),
              "CuPy": res.get("CuPy RawKernel((1,), (1024,), (z, x, y, n))")}
     for name, value in res.items():
