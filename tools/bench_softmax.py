@@ -12,6 +12,7 @@ kernel is reported, never timed). Prints a markdown table with the ratios last.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -25,8 +26,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 def main() -> int:
     import torch
 
-    import tc_runtime as tc
     import tc_torch
+    from bench_rounds import interleaved
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--m", type=int, default=16384)
@@ -53,6 +54,7 @@ def main() -> int:
             ref = torch.softmax(x.float(), -1)
             nbytes = 2 * x.numel() * x.element_size()
             row: dict[str, Any] = {"dtype": dname, "M": args.m, "N": n}
+            timed: dict[str, Callable[[], Any]] = {}
             for name, fn in providers.items():
                 got = fn(x).float()
                 err = (got - ref).abs().max().item()
@@ -62,7 +64,8 @@ def main() -> int:
                     row[name] = None
                     failed = True
                     continue
-                ms, _, _ = tc.testing.do_bench(lambda: fn(x), warmup=25, rep=100)
+                timed[name] = functools.partial(fn, x)
+            for name, ms in interleaved(timed).items():
                 row[name] = nbytes / (ms * 1e-3) / 1e9
             rows.append(row)
             print(row, flush=True)
