@@ -132,10 +132,15 @@ _LAUNCH_CTYPES = '''\
     err = launch(handle, gx, gy, gz, block_x, 1, 1, shared, cs, params, None)'''
 
 _LAUNCH_CUDA_PYTHON = '''\
-    cs = streams.get(s)
-    if cs is None:
-        cs = stream_object(s)
+    cs = streams.get(s, False)
+    if cs is False:
+        cs = streams[s] = stream_object(s)
     err = launch(handle, gx, gy, gz, block_x, 1, 1, shared, cs, params, 0)[0]'''
+
+
+#: cuda-python stream arguments by raw handle: None for the legacy default stream (0), which
+#: cuLaunchKernel's wrapper takes without converting an object.
+_cuda_python_streams: dict[int, Any] = {0: None}
 
 
 def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, ...]],
@@ -161,7 +166,7 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
         "table": table, "general": general, "stream_fn": stream_fn, "INDEX": index,
         "MAX_X": max_x, "MAX_Y": max_y, "MAX_Z": max_z, "drv": driver,
         "get_ident": threading.get_ident, "cstreams": driver._cstreams,
-        "cstream": driver.cstream, "streams": driver._streams,
+        "cstream": driver.cstream, "streams": _cuda_python_streams,
         "stream_object": driver.stream_object,
     }
     exec(compile(source, f"<tc launch entry of {sig.kernel}>", "exec"), namespace)
