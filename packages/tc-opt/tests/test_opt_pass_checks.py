@@ -219,7 +219,8 @@ def test_pipelined_wgmma_loop_keeps_one_dot_in_flight(num_warps: int) -> None:
 
     src = (KERNELS / "matmul_tutorial.tc").read_text()
     m = frontend_module(src, {"TYPE": "half", "MB": 128, "NB": 128, "KB": 64}, None, "mt.tc")
-    opts = CompileOptions(arch="sm_90", num_warps=num_warps, num_stages=3 if num_warps > 4 else 4, specialization=SPEC9)
+    opts = CompileOptions(arch="sm_90", num_warps=num_warps, num_stages=3 if num_warps > 4 else 4,
+                          specialization=SPEC9, tma=False)  # (the cp.async schedule)
     gpu_pipeline(opts).run(m)  # type: ignore[arg-type]
     # the dot is issued asynchronously; the copies into the slot the previous dot read come only
     # after the wait that leaves this dot alone in flight (and, with two warpgroups, after a
@@ -251,7 +252,8 @@ def test_one_warpgroup_with_three_stages_waits_for_each_dot() -> None:
 
     src = (KERNELS / "matmul_tutorial.tc").read_text()
     m = frontend_module(src, {"TYPE": "half", "MB": 128, "NB": 128, "KB": 64}, None, "mt.tc")
-    gpu_pipeline(CompileOptions(arch="sm_90", num_stages=3, specialization=SPEC9)).run(m)  # type: ignore[arg-type]
+    opts = CompileOptions(arch="sm_90", num_stages=3, specialization=SPEC9, tma=False)  # (cp.async)
+    gpu_pipeline(opts).run(m)  # type: ignore[arg-type]
     text = module_text(m)
     # two such programs share an SM and overlap each other: the copies stay before the dot
     assert "asynchronous" not in text and "tc.dot_wait" not in text

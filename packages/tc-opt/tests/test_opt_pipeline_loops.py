@@ -22,7 +22,9 @@ def _gpu_ir(name: str, defines: dict[str, object], stages: int, spec: object = S
     from tc_nvptx.compiler import frontend_module
 
     m = frontend_module((KERNELS / name).read_text(), defines, None, name)
-    gpu_pipeline(CompileOptions(num_warps=4, num_stages=stages, specialization=spec)).run(m)  # type: ignore[arg-type]
+    # (the cp.async pipeline: TMA copies have their own tests, test_opt_tma.py)
+    opts = CompileOptions(num_warps=4, num_stages=stages, specialization=spec, tma=False)
+    gpu_pipeline(opts).run(m)  # type: ignore[arg-type]
     return m
 
 

@@ -664,3 +664,75 @@ class AsyncWaitOp(Operation):
     NAME = "tc.async_wait"
     HAS_SIDE_EFFECTS = True
     pending: int = 0
+
+
+# --- TMA loads completing on mbarriers (GPU level, inserted by tc-opt's pipeliner on sm_90 when
+# --- CompileOptions.tma is set; the interpreter does not run them) --------------------------------
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class MBarrierInitOp(Operation):
+    """operands: barriers tile<S x i64, #shared>. One thread initialises each of the S barriers
+    with an arrival count of `count`; every thread then waits for that (a CTA barrier)."""
+
+    NAME = "tc.mbarrier_init"
+    HAS_SIDE_EFFECTS = True
+    count: int = 1
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class MBarrierExpectOp(Operation):
+    """operands: barriers, index i32, pred i1. Where pred holds, one thread arrives on barrier
+    `index` announcing `bytes` bytes of asynchronous copies that complete its current phase."""
+
+    NAME = "tc.mbarrier_expect"
+    HAS_SIDE_EFFECTS = True
+    bytes: int = 0
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class MBarrierWaitOp(Operation):
+    """operands: barriers, index i32, phase i32. Every thread waits until the phase of barrier
+    `index` whose parity is `phase` has completed (its copies are then visible to it)."""
+
+    NAME = "tc.mbarrier_wait"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class MBarrierInvalOp(Operation):
+    """operands: barriers. After a CTA barrier, one thread invalidates the S barriers so that
+    their shared memory may hold other data."""
+
+    NAME = "tc.mbarrier_inval"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class TmaLoadOp(Operation):
+    """operands: dst shared tile (2-D, swizzled), barriers, index i32, pred i1, then one i32
+    coordinate per dimension of dst (the element of the global tensor at dst[0, 0]). Where pred
+    holds, one thread starts a tensor-memory-access copy of the tile through the tensor map
+    `descriptor` (a hidden kernel parameter), completing on barrier `index`; elements outside the
+    map's extents read as zero.
+
+    The tensor map (built by the runtime at launch) is described by the other attributes, in the
+    map's dimension order (the contiguous dimension first): `base` is the index of the pointer
+    argument; `extents` holds per dimension (argument index or -1, offset): the extent is the
+    argument's value plus the offset; `stride` is (argument index or -1, multiplier): the outer
+    dimension's stride in elements; `box` is the copied box (the inner extent is one swizzle
+    panel, several copies fill a wider tile); `swizzle` the swizzle width in bytes."""
+
+    NAME = "tc.tma_load"
+    HAS_SIDE_EFFECTS = True
+    descriptor: int = 0
+    base: int = 0
+    extents: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    stride: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    box: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    swizzle: int = 128

@@ -459,6 +459,53 @@ def _async_wait(op: O.AsyncWaitOp) -> None:
     _check(isinstance(op.pending, int) and op.pending >= 0, f"pending must be >= 0, not {op.pending!r}")
 
 
+def _barriers(v: O.Value) -> None:
+    t = v.type
+    _check(isinstance(t, TileType) and isinstance(t.layout, Shared) and t.rank == 1
+           and t.element == ScalarType("i64"), f"barriers must be a 1-D shared tile of i64, not {t}")
+
+
+@_rule(O.MBarrierInitOp)
+def _mbarrier_init(op: O.MBarrierInitOp) -> None:
+    _count(op, 1, 0)
+    _barriers(op.operands[0])
+    _check(isinstance(op.count, int) and op.count >= 1, f"count must be >= 1, not {op.count!r}")
+
+
+@_rule(O.MBarrierExpectOp)
+def _mbarrier_expect(op: O.MBarrierExpectOp) -> None:
+    _count(op, 3, 0)
+    _barriers(op.operands[0])
+    _check(op.operands[1].type == I32 and op.operands[2].type == I1, "mbarrier_expect takes (barriers, i32, i1)")
+    _check(isinstance(op.bytes, int) and op.bytes > 0, f"bytes must be > 0, not {op.bytes!r}")
+
+
+@_rule(O.MBarrierWaitOp)
+def _mbarrier_wait(op: O.MBarrierWaitOp) -> None:
+    _count(op, 3, 0)
+    _barriers(op.operands[0])
+    _check(op.operands[1].type == I32 and op.operands[2].type == I32, "mbarrier_wait takes (barriers, i32, i32)")
+
+
+@_rule(O.MBarrierInvalOp)
+def _mbarrier_inval(op: O.MBarrierInvalOp) -> None:
+    _count(op, 1, 0)
+    _barriers(op.operands[0])
+
+
+@_rule(O.TmaLoadOp)
+def _tma_load(op: O.TmaLoadOp) -> None:
+    dst = _shared(op.operands[0].type, "the destination") if op.operands else None
+    assert dst is not None
+    _count(op, 4 + dst.rank, 0)
+    _barriers(op.operands[1])
+    _check(op.operands[2].type == I32 and op.operands[3].type == I1, "tma_load takes (dst, barriers, i32, i1, coords)")
+    _check(all(v.type == I32 for v in op.operands[4:]), "tma_load coordinates must be i32")
+    _check(len(op.extents) == 2 * dst.rank and len(op.stride) == 2 * (dst.rank - 1) and len(op.box) == dst.rank,
+           f"tma_load of a rank-{dst.rank} tile needs {dst.rank} extents, {dst.rank - 1} strides and boxes")
+    _check(op.swizzle in (32, 64, 128), f"swizzle must be 32, 64 or 128 bytes, not {op.swizzle!r}")
+
+
 def _yield_types(block: O.Block, term: type[O.Operation]) -> list[IRType]:
     last = block.terminator
     _check(isinstance(last, term), f"region must end with {term.NAME}")

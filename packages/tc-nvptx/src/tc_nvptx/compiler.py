@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from tc_ir.ops import DotOp, Module
+from tc_ir.ops import DotOp, Module, TmaLoadOp
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
@@ -41,6 +41,10 @@ class CompiledKernel:
     spills: int = 0
     num_stages: int = 3
     asm: dict[str, str] = attrs.field(factory=dict)
+    #: The tensor maps of TMA copies, passed after the user's arguments (tc_runtime.tensor_maps
+    #: encodes them at launch): per map base (pointer argument), element, extents, stride, box,
+    #: swizzle, as the tc.tma_load attributes say.
+    tensor_maps: list[dict[str, Any]] = attrs.field(factory=list)
     #: Wall time of each compiler stage and pass, in seconds (not part of the on-disk metadata).
     timings: dict[str, float] = attrs.field(factory=dict)
 
@@ -65,6 +69,7 @@ class CompiledKernel:
             "shared_bytes": self.shared_bytes,
             "registers": self.registers,
             "spills": self.spills,
+            **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
         }
 
     @classmethod
@@ -84,6 +89,7 @@ class CompiledKernel:
             spills=int(data.get("spills", 0)),
             num_stages=int(data.get("num_stages", 3)),
             asm=dict(asm or {}),
+            tensor_maps=[dict(m) for m in data.get("tensor_maps", [])],
         )
 
     def dumps(self) -> str:
@@ -112,6 +118,20 @@ def target_arch(module: Module, arch: str) -> str:
     if arch != "sm_90":
         return arch
     return "sm_90a" if any(is_wgmma_dot(op) for op in module.walk()) else arch
+
+
+def tensor_maps_of(module: Module) -> list[dict[str, Any]]:
+    """The tensor maps the kernel's TMA copies read, in parameter order (one per descriptor)."""
+    out: dict[int, dict[str, Any]] = {}
+    for op in module.walk():
+        if isinstance(op, TmaLoadOp) and int(op.descriptor) not in out:
+            t = op.operands[0].type
+            out[int(op.descriptor)] = {
+                "base": int(op.base), "element": str(t.element),  # type: ignore[union-attr]
+                "extents": [int(x) for x in op.extents], "stride": [int(x) for x in op.stride],
+                "box": [int(x) for x in op.box], "swizzle": int(op.swizzle),
+            }
+    return [out[k] for k in sorted(out)]
 
 
 def _has_dots(module: Module) -> bool:
@@ -166,6 +186,7 @@ def compile_module(
         shared_bytes=int(module.attributes.get("shared_bytes", 0)),
         asm=asm,
         timings=timings,
+        tensor_maps=tensor_maps_of(module),
     )
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()

@@ -30,9 +30,22 @@ def target_machine(arch: str) -> llvm.TargetMachine:
     return target.create_target_machine(cpu=arch, features=PTX_FEATURES, opt=3)
 
 
+def tensor_map_params(text: str) -> str:
+    """Kernel parameters holding TMA tensor maps (named tc_tma_<k> by lower_module) become
+    `.param .align 64 .b8 [128]`: a byval [128 x i8] aligned to 64, and "nvvm.grid_constant" so
+    that the kernel reads the parameter where it lies (the copies need its param-space address,
+    not the local copy LLVM would make of a byval argument)."""
+
+    def mark(m: re.Match[str]) -> str:
+        return re.sub(r'ptr (?:noundef )?(%"?tc_tma_\d+"?)', r'ptr byval([128 x i8]) align 64 "nvvm.grid_constant" \1',
+                      m.group(0))
+
+    return re.sub(r"^define ptx_kernel .*$", mark, text, flags=re.M)
+
+
 def llvm_text(module: ir.Module | str, num_warps: int | None = None) -> str:
     """The module's text, with the launch bound (max threads per block) of every kernel."""
-    text = str(module)
+    text = tensor_map_params(str(module))
     nw = num_warps if num_warps is not None else getattr(module, "tc_num_warps", None)
     if nw is None:
         return text

@@ -23,6 +23,10 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
         if isinstance(a.type, TileType):
             raise lowering_error(f"kernel argument {a.name_hint} is a tile", f.loc)
         params.append(llvm_type(a.type))
+    from .lower_tma import PARAM_PREFIX, tensor_map_count
+
+    maps = tensor_map_count(f)
+    params += [ir.PointerType()] * maps  # the tensor maps of TMA copies (byval, see emit.llvm_text)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name=f.name)
     fn.calling_convention = "ptx_kernel"
     for i, (a, p) in enumerate(zip(f.args, fn.args)):
@@ -33,6 +37,10 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
     ctx = Ctx(module, f, fn, options, AxisAnalysis(f), alloc, smem)
     for a, p in zip(f.args, fn.args):
         ctx.values[a] = p
+    hidden = list(fn.args[len(f.args):])
+    for k, p in enumerate(hidden):
+        p.name = f"{PARAM_PREFIX}{k}"
+    ctx.tma_params = hidden  # type: ignore[attr-defined]
     ctx.lower_block(f.body)
     if not isinstance(f.body.terminator, ReturnOp):
         ctx.b.ret_void()

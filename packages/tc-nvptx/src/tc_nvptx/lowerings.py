@@ -25,4 +25,4 @@ def lowers(*names: str) -> Callable[[_F], _F]:
 def load_all() -> None:
     """Import the modules that register lowerings."""
     from . import lower_control, lower_elementwise, lower_memory, lower_shared, lower_tile  # noqa: F401
-    from . import lower_async, lower_mma  # noqa: F401
+    from . import lower_async, lower_mma, lower_tma  # noqa: F401

@@ -65,6 +65,10 @@ class CompileOptions:
     #: (tc_nvptx.precise_math: about 1 ulp, sin/cos over the whole float range, see the
     #: PreciseMath pass) and implies precise_div (IEEE-rounded fp32 division): setting it sets precise_div.
     precise_math: bool = False
+    #: Hopper (sm_90): pipelined dot-operand loads of 2-D tiles become TMA copies completing on
+    #: mbarriers (tc_opt.tma says which; the runtime passes their tensor maps), not cp.async.
+    #: On by default: measured faster on an H100 (BENCHMARKS.md, 2026-11-24); False keeps cp.async.
+    tma: bool = True
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False

@@ -91,7 +91,9 @@ def _zero_other(load: LoadOp) -> bool:
     return c is not None and not c
 
 
-def candidates(loop: ForOp, axes: AxisAnalysis) -> list[tuple[LoadOp, LocalAllocOp]]:
+def candidates(loop: ForOp, axes: AxisAnalysis | None) -> list[tuple[LoadOp, LocalAllocOp]]:
+    """Loads of the body whose one user is a shared buffer, masked-off elements zero, that
+    cp.async can copy (`axes` None: whatever the vector width, as for TMA)."""
     body = loop.body
     users = uses(body)
     out: list[tuple[LoadOp, LocalAllocOp]] = []
@@ -103,7 +105,9 @@ def candidates(loop: ForOp, axes: AxisAnalysis) -> list[tuple[LoadOp, LocalAlloc
             continue
         at = us[0].result.type
         assert isinstance(at, TileType)
-        if not isinstance(at.layout, Shared) or not _zero_other(op) or copy_bytes(op, at.layout, axes) == 0:
+        if not isinstance(at.layout, Shared) or not _zero_other(op):
+            continue
+        if axes is not None and copy_bytes(op, at.layout, axes) == 0:
             continue
         out.append((op, us[0]))
     return out
@@ -327,4 +331,21 @@ class PipelineLoops(Pass):
                 continue
             axes = AxisAnalysis(f)
             for loop in loops:
+                if self.options.tma and self._pipeline_tma(f, loop):
+                    continue
                 pipeline_loop(f, loop, stages, axes, self.options.num_warps)
+
+    def _pipeline_tma(self, f: Function, loop: ForOp) -> bool:
+        """TMA copies on mbarriers instead of cp.async (tc_opt.pipeline_tma) when every
+        candidate load of the loop qualifies (tc_opt.tma); False leaves the loop to cp.async."""
+        from .pipeline_tma import pipeline_loop_tma
+        from .tma import plans_for
+
+        if self.options.sm < 90:
+            return False
+        pairs = candidates(loop, None)
+        plans = plans_for(f, loop, pairs) if pairs else None
+        if plans is None:
+            return False
+        pipeline_loop_tma(f, loop, self.options.num_stages, plans, self.options.num_warps)
+        return True

@@ -40,6 +40,8 @@ class KernelBinary:
     num_stages: int = 3
     #: text of each compilation stage ("ir", "llvm", "ptx", ...), for k.asm(stage)
     asm: dict[str, str] = attrs.field(factory=dict, hash=False)
+    #: The tensor maps of TMA copies, passed after the user's arguments (tc_runtime.tensor_maps)
+    tensor_maps: tuple[dict[str, Any], ...] = attrs.field(default=(), hash=False)
 
     @classmethod
     def from_compiled(cls, ck: Any) -> KernelBinary:
@@ -56,6 +58,7 @@ class KernelBinary:
             registers=_opt_int(getattr(ck, "registers", None)),
             spills=_opt_int(getattr(ck, "spills", None)),
             num_stages=int(getattr(ck, "num_stages", 3) or 3),
+            tensor_maps=tuple(dict(m) for m in getattr(ck, "tensor_maps", None) or ()),
             asm={str(k): str(v) for k, v in asm.items() if isinstance(v, (str, bytes))
                  and not isinstance(v, bytes)},
         )
@@ -67,6 +70,7 @@ class KernelBinary:
             "arg_names": list(self.arg_names), "num_warps": self.num_warps,
             "shared_bytes": self.shared_bytes, "registers": self.registers, "spills": self.spills,
             "num_stages": self.num_stages,
+            **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
         }
 
     @classmethod
@@ -80,6 +84,7 @@ class KernelBinary:
                 num_warps=int(meta["num_warps"]), shared_bytes=int(meta.get("shared_bytes", 0)),
                 registers=_opt_int(meta.get("registers")), spills=_opt_int(meta.get("spills")),
                 num_stages=int(meta.get("num_stages", 3)), asm=dict(asm),
+                tensor_maps=tuple(dict(m) for m in meta.get("tensor_maps", [])),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"malformed kernel metadata: {exc}") from None

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import autotune, compiler, driver, fastcall, knobs
+from . import autotune, compiler, driver, fastcall, knobs, tensor_maps
 from .binary import KernelBinary
 from .binary import read as read_binary
 from .build import base_key, compile_cached
@@ -56,6 +56,17 @@ def _no_key(*args: object) -> tuple[Any, ...]:
 
 def _cpu_keyed(*args: object) -> tuple[Any, ...]:
     raise TypeError("the CPU path does not use the generated key function")
+
+
+def _normalized_pack_into_of(packer: ArgPacker) -> Callable[..., None]:
+    """`pack_into(buffer, offset, *values)` for normalized arguments: struct's own, or the
+    packer's `pack_normalized` where packing does more (tensor maps of TMA copies)."""
+    if type(packer) is ArgPacker:
+        return packer._pack_into
+
+    def pack(buffer: object, offset: int, *values: object) -> None:
+        packer.pack_normalized(values)
+    return pack
 
 
 def _pack_into_of(packer: ArgPacker) -> Callable[..., None]:
@@ -93,7 +104,7 @@ class Variant:
         # are (normalizing a bf16 scalar's bit pattern again would change it). They use
         # `packer` in the thread that built the variant; other threads share a second packer
         # under `lock`.
-        spare = packer.sig.packer()
+        spare = packer.another()
         spare_pack_into = _pack_into_of(spare)
 
         def foreign(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
@@ -107,12 +118,12 @@ class Variant:
         def foreign_normalized(args: tuple[object, ...], gx: int, gy: int, gz: int,
                                stream: int) -> None:
             with self.lock:
-                spare._pack_into(spare.buffer, 0, *args)
+                spare.pack_normalized(args)
                 function.launch(gx, gy, gz, stream, spare)  # type: ignore[arg-type]
 
         self.run = function.launcher(packer, self.pack_into, self.buffer, packer.pack, foreign)
-        self.run_normalized = function.launcher(packer, packer._pack_into, self.buffer,
-                                                packer.pack, foreign_normalized)
+        self.run_normalized = function.launcher(packer, _normalized_pack_into_of(packer),
+                                                self.buffer, packer.pack, foreign_normalized)
 
 
 def _not_initialized(*args: object, **kwargs: object) -> None:
@@ -133,7 +144,7 @@ class Kernel(functools.partial[None]):
                  autotune_configs: Sequence[Config] | None = None,
                  autotune_key: Sequence[str] | None = None, name: str | None = None,
                  filename: str = "<source>", *, fp32_dot: str = "ieee",
-                 precise_math: bool = False) -> None:
+                 precise_math: bool = False, tma: bool = True) -> None:
         if not isinstance(src, str):
             raise TypeError(f"kernel source must be a str, got {type(src).__name__}")
         if not src.strip():
@@ -144,7 +155,7 @@ class Kernel(functools.partial[None]):
         self.filename = filename
         #: extra compiler options (non-default fp32_dot / precise_math), part of the cache key;
         #: the interpreter ignores them (it computes float32 products and math exactly)
-        self.compile_options = compile_options(fp32_dot, precise_math)
+        self.compile_options = compile_options(fp32_dot, precise_math, tma)
         self.name = name
         self.device_type, self.device_index = parse_device(device)
         fixed, axes = normalize_defines(defines)
@@ -534,7 +545,8 @@ class Kernel(functools.partial[None]):
         function = module.function(binary.name, num_warps=binary.num_warps,
                                    shared_bytes=binary.shared_bytes)
         opt = Options(config.defines, binary.num_warps, config.num_stages)
-        return Variant(binary, function, sig.packer(), opt, config, index, spec)
+        packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init())
+        return Variant(binary, function, packer, opt, config, index, spec)
 
     def _binary(self, index: int, spec: tuple[str | None, ...]) -> KernelBinary:
         assert self._device is not None
@@ -639,7 +651,7 @@ def kernel(src: str, device: object = "cuda", defines: Mapping[str, object] | No
            autotune_key: Sequence[str] | None = None, name: str | None = None,
            filename: str = "<source>", *,
            autotune_vals: Sequence[Config] | None = None, fp32_dot: str = "ieee",
-           precise_math: bool = False) -> Kernel:
+           precise_math: bool = False, tma: bool = True) -> Kernel:
     """tc.kernel(src, device, defines, ...): a launchable kernel (see `Kernel`).
     `autotune_vals` is the matmul tutorial's spelling of `autotune_configs`. `fp32_dot="tf32"`
     makes float32 `@` products use tf32 tensor cores (exact float32 by default);
@@ -650,7 +662,7 @@ def kernel(src: str, device: object = "cuda", defines: Mapping[str, object] | No
             raise TypeError("give autotune_configs or autotune_vals, not both")
         autotune_configs = autotune_vals
     return Kernel(src, device, defines, num_warps, num_stages, autotune_configs, autotune_key,
-                  name, filename, fp32_dot=fp32_dot, precise_math=precise_math)
+                  name, filename, fp32_dot=fp32_dot, precise_math=precise_math, tma=tma)
 
 
 def load(path: str | Path | KernelBinary, device: object = "cuda",

@@ -190,16 +190,22 @@ def normalize_grid(grid: object, opt: Options, max_grid: Sequence[int] = DEFAULT
 FP32_DOT = ("ieee", "tf32")
 
 
-def compile_options(fp32_dot: object = "ieee", precise_math: object = False) -> dict[str, object]:
+def compile_options(fp32_dot: object = "ieee", precise_math: object = False,
+                    tma: object = True) -> dict[str, object]:
     """The compiler options a kernel asks for beyond the defaults, checked: `fp32_dot` ("ieee" or
-    "tf32") and `precise_math` (accurate exp, log, sin, ... and IEEE division instead of the fast
-    approximate versions the language has by default). Only non-default values are kept, so
-    that kernels without options share their cache entries with earlier versions."""
+    "tf32"), `precise_math` (accurate exp, log, sin, ... and IEEE division instead of the fast
+    approximate versions the language has by default) and `tma` (False keeps Hopper's dot
+    operands on cp.async copies instead of TMA: tc_opt.tma). Only non-default values are kept,
+    so that kernels without options share their cache entries with earlier versions."""
     if fp32_dot not in FP32_DOT:
         raise ValueError(f"fp32_dot must be 'ieee' or 'tf32', got {fp32_dot!r}")
     if not isinstance(precise_math, bool):
         raise TypeError(f"precise_math must be True or False, got {precise_math!r}")
+    if not isinstance(tma, bool):
+        raise TypeError(f"tma must be True or False, got {tma!r}")
     out: dict[str, object] = {}
+    if not tma:
+        out["tma"] = False
     if fp32_dot != "ieee":
         out["fp32_dot"] = fp32_dot
     if precise_math:

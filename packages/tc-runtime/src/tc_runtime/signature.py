@@ -252,6 +252,15 @@ class ArgPacker:
         self._pack_into = self.struct.pack_into
         self._always_normalize = sig._has_bf16  # bf16 scalars are packed as their bit pattern
 
+    def another(self) -> ArgPacker:
+        """A packer of the same kind with buffers of its own (for another thread)."""
+        return ArgPacker(self.sig)
+
+    def pack_normalized(self, values: Sequence[object]) -> int:
+        """Write arguments `Signature.normalize` has converted already (packed as they are)."""
+        self._pack_into(self.buffer, 0, *values)
+        return self.address
+
     def pack(self, args: Sequence[object]) -> int:
         """Write the arguments into the buffer; returns the kernelParams address."""
         if self._always_normalize:

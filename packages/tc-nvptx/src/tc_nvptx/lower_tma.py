@@ -1,0 +1,109 @@
+"""TMA copies and the mbarriers they complete on (Hopper): tc.tma_load, tc.mbarrier_*.
+
+A tensor map is a 128-byte kernel parameter (`.param .align 64 .b8 name[128]`, a byval pointer
+marked "nvvm.grid_constant" so that LLVM passes its param-space address instead of a local copy;
+lower_module appends one per `descriptor` after the user's parameters, emit.llvm_text marks them).
+One thread (thread 0) issues everything: the barrier's expected bytes, then per operand one
+`cp.async.bulk.tensor.2d` per swizzle panel of the tile (a box is at most one swizzle width wide;
+panel p of the buffer is a dense [rows, width] block, see swizzle.py, and lies at the map's inner
+coordinate + p * width). All threads wait on the barrier's phase parity in a try_wait loop.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from tc_ir.ops import Function, MBarrierExpectOp, MBarrierInitOp, MBarrierInvalOp, MBarrierWaitOp, TmaLoadOp
+
+from .context import Ctx, lowering_error
+from .llvm_types import I32
+from .lower_async import view_of
+from .lowerings import lowers
+from .swizzle import SharedView
+
+#: Bytes of one tensor map (CUtensorMap).
+TENSOR_MAP_BYTES = 128
+#: The name of the hidden kernel parameter holding tensor map k.
+PARAM_PREFIX = "tc_tma_"
+
+
+def tensor_map_count(f: Function) -> int:
+    """How many tensor maps the kernel's TMA copies use (hidden parameters after the user's)."""
+    return max((int(op.descriptor) + 1 for op in f.walk() if isinstance(op, TmaLoadOp)), default=0)
+
+
+def _barrier(ctx: Ctx, bars: SharedView, index: ir.Value | int) -> ir.Value:
+    return bars.address(ctx, [index])
+
+
+def _tensor_map(ctx: Ctx, k: int, op: TmaLoadOp) -> ir.Value:
+    params = getattr(ctx, "tma_params", None) or []
+    if k >= len(params):
+        raise lowering_error(f"internal error: no kernel parameter for tensor map {k}", op.loc)
+    return params[k]  # type: ignore[no-any-return]
+
+
+@lowers("tc.mbarrier_init")
+def lower_mbarrier_init(ctx: Ctx, op: MBarrierInitOp) -> None:
+    bars = view_of(ctx, op.operands[0])
+    pred = ctx.thread0()
+    for s in range(bars.shape[0]):
+        ctx.asm(ir.VoidType(), f"@$0 mbarrier.init.shared::cta.b64 [$1], {int(op.count)};", "b,r,~{memory}",
+                [pred, _barrier(ctx, bars, s)], side_effect=True)
+    # the initialisation (generic proxy) before any complete_tx of a copy (async proxy)
+    ctx.asm(ir.VoidType(), "fence.mbarrier_init.release.cluster;", "~{memory}", [], side_effect=True)
+    ctx.barrier()
+
+
+@lowers("tc.mbarrier_expect")
+def lower_mbarrier_expect(ctx: Ctx, op: MBarrierExpectOp) -> None:
+    bars = view_of(ctx, op.operands[0])
+    pred = ctx.b.and_(ctx.thread0(), ctx.scalar(op.operands[2]))
+    ctx.asm(ir.VoidType(), f"@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], {int(op.bytes)};",
+            "b,r,~{memory}", [pred, _barrier(ctx, bars, ctx.scalar(op.operands[1]))], side_effect=True)
+
+
+@lowers("tc.mbarrier_wait")
+def lower_mbarrier_wait(ctx: Ctx, op: MBarrierWaitOp) -> None:
+    bars = view_of(ctx, op.operands[0])
+    text = ("{ .reg .pred done; tc_wait_${:uid}: "
+            "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
+            "@!done bra.uni tc_wait_${:uid}; }")
+    ctx.asm(ir.VoidType(), text, "r,r,~{memory}",
+            [_barrier(ctx, bars, ctx.scalar(op.operands[1])), ctx.scalar(op.operands[2])], side_effect=True)
+
+
+@lowers("tc.mbarrier_inval")
+def lower_mbarrier_inval(ctx: Ctx, op: MBarrierInvalOp) -> None:
+    bars = view_of(ctx, op.operands[0])
+    ctx.barrier()  # every thread is past its last wait
+    pred = ctx.thread0()
+    for s in range(bars.shape[0]):
+        ctx.asm(ir.VoidType(), "@$0 mbarrier.inval.shared::cta.b64 [$1];", "b,r,~{memory}",
+                [pred, _barrier(ctx, bars, s)], side_effect=True)
+
+
+@lowers("tc.tma_load")
+def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
+    dst = view_of(ctx, op.operands[0])
+    bars = view_of(ctx, op.operands[1])
+    if len(dst.shape) != 2 or not dst.swizzled:
+        raise lowering_error(f"internal error: tma_load into {dst.shape} {dst.layout}", op.loc)
+    b = ctx.b
+    bar = _barrier(ctx, bars, ctx.scalar(op.operands[2]))
+    pred = b.and_(ctx.thread0(), ctx.scalar(op.operands[3]))
+    coords = [ctx.scalar(v) for v in op.operands[4:]]
+    fast, slow = dst.layout.order[0], dst.layout.order[1]
+    width = int(op.box[0])
+    desc = _tensor_map(ctx, int(op.descriptor), op)
+    text = ("@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            "[$1], [$2, {$3, $4}], [$5];")
+    for p in range(dst.shape[fast] // width):
+        at: list[ir.Value | int] = [0, 0]
+        at[fast] = p * width
+        smem = dst.address(ctx, at)
+        inner = b.add(coords[fast], ir.Constant(I32, p * width)) if p else coords[fast]
+        ctx.asm(ir.VoidType(), text, "b,r,l,r,r,r,~{memory}", [pred, smem, desc, inner, coords[slow], bar],
+                side_effect=True)
+
+
+__all__ = ["PARAM_PREFIX", "TENSOR_MAP_BYTES", "tensor_map_count"]

@@ -1,0 +1,83 @@
+"""TMA copies in PTX (CompileOptions.tma): the tensor maps as 64-byte aligned by-value parameters
+after the user's, one cp.async.bulk.tensor per swizzle panel completing on an mbarrier, the phase
+wait loop; ptxas accepts it for sm_90a; the metadata the runtime encodes the maps from."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from tc_ir.testing import filecheck
+from tc_nvptx.compiler import CompiledKernel, compile
+from tc_nvptx.emit import tensor_map_params
+from tc_nvptx.ptxas import find_ptxas
+from tc_opt import CompileOptions
+
+KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
+ALIGNED = ("16", "16", "16", None, None, None, "16", "16", "16")
+
+
+def _compile(stages: int = 4, warps: int = 8, tma: bool = True, nb: int = 256) -> CompiledKernel:
+    return compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                   defines={"TYPE": "half", "MB": 128, "NB": nb, "KB": 64},
+                   options=CompileOptions(arch="sm_90", num_warps=warps, num_stages=stages, specialization=ALIGNED,
+                                          tma=tma))
+
+
+def test_ptx_of_tma_pipeline() -> None:
+    k = _compile()
+    assert k.arch == "sm_90a"
+    filecheck(k.ptx, """
+CHECK: .param .u32 dot_param_8,
+CHECK-NEXT: .param .align 64 .b8 dot_param_9[128],
+CHECK-NEXT: .param .align 64 .b8 dot_param_10[128]
+CHECK: cvta.param.u64
+CHECK: mbarrier.init.shared::cta.b64
+CHECK: fence.mbarrier_init.release.cluster;
+CHECK: bar.sync
+CHECK: mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 49152;
+CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+CHECK: mbarrier.try_wait.parity.shared::cta.b64
+CHECK: wgmma.mma_async
+CHECK: mbarrier.inval.shared::cta.b64
+""")
+    # per stage: A in one box, B (256 columns) in four 64-column panels; 3 prologue stages + the loop
+    assert len(re.findall(r"cp\.async\.bulk\.tensor", k.ptx)) == 4 * 5
+    assert "cp.async.cg" not in k.ptx and "cp.async.wait_group" not in k.ptx
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+def test_ptxas_accepts_and_registers_drop() -> None:
+    tma, plain = _compile(), _compile(tma=False)
+    assert tma.cubin and tma.spills == 0
+    # no pointer tiles (128 x 64 and 64 x 256 addresses) live across the loop any more
+    assert tma.registers < plain.registers
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+@pytest.mark.parametrize("stages,warps,nb", [(3, 4, 128), (2, 4, 128), (3, 8, 256)])
+def test_other_schedules_assemble(stages: int, warps: int, nb: int) -> None:
+    k = _compile(stages, warps, nb=nb)
+    assert k.cubin and len(k.tensor_maps) == 2
+
+
+def test_tensor_map_metadata_round_trips() -> None:
+    k = _compile()
+    assert k.tensor_maps == [
+        {"base": 0, "element": "f16", "extents": [-1, 2**31 - 1, -1, 2**31 - 1], "stride": [6, 1], "box": [64, 128],
+         "swizzle": 128},
+        {"base": 1, "element": "f16", "extents": [-1, 2**31 - 1, -1, 2**31 - 1], "stride": [7, 1], "box": [64, 64],
+         "swizzle": 128},
+    ]
+    again = CompiledKernel.from_json(k.to_json())
+    assert again.tensor_maps == k.tensor_maps
+    assert "tensor_maps" not in _compile(tma=False).to_json()
+
+
+def test_only_tensor_map_parameters_are_marked() -> None:
+    text = ('define ptx_kernel void @"k"(ptr addrspace(1) noundef %"A", ptr %"tc_tma_0", ptr %"tc_tma_1")\n'
+            'call void asm "x", "l"(ptr %"tc_tma_0")\n')
+    out = tensor_map_params(text)
+    assert out.count('byval([128 x i8]) align 64 "nvvm.grid_constant"') == 2
+    assert 'call void asm "x", "l"(ptr %"tc_tma_0")' in out

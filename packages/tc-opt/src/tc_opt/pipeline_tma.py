@@ -1,0 +1,169 @@
+"""Software pipelining with TMA: the loop's dot-operand loads become tensor-memory-access copies
+that complete on mbarriers (CompileOptions.tma, sm_90), instead of every thread's cp.async.
+
+Same schedule as pipeline_loops (S = num_stages buffers, loads issued S - 1 iterations ahead, the
+wgmma dot kept in flight where that pays), different producer and consumer:
+- each slot s has an mbarrier; one thread announces the slot's bytes (`mbarrier_expect`) and
+  issues the copies of every operand (`tma_load`, coordinates computed from the iteration number:
+  no pointer tiles, no per-thread addresses); the copies of iterations past the end are not issued;
+- iteration i waits on slot i % S for the phase of parity (i / S) % 2 (`mbarrier_wait`): the
+  barrier's completion makes the copies visible, so there is no commit/wait group and no fence;
+- a CTA barrier still proves that every warpgroup has finished reading the slot the next copies
+  overwrite: at the top of the body when the dot is synchronous, after `dot_wait(1)` when it is in
+  flight and there are several warpgroups (as for cp.async).
+After the loop the barriers are invalidated, so their memory can hold other data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tc_ir.layouts import Shared
+from tc_ir.ops import (
+    BarrierOp,
+    BlockArgument,
+    DotWaitOp,
+    ForOp,
+    Function,
+    LocalAllocOp,
+    MBarrierExpectOp,
+    MBarrierInitOp,
+    MBarrierInvalOp,
+    MBarrierWaitOp,
+    TmaLoadOp,
+    Value,
+)
+from tc_ir.types import I32, ScalarType, TileType
+
+from .ir_utils import replace_uses
+from .pipeline_loops import _buffer_type, _Emitter, async_dot
+from .tma import Lin, TmaPlan
+
+I64 = ScalarType("i64")
+#: The layout of the barrier array (plain, 8 bytes per barrier).
+BARRIER_LAYOUT = Shared(1, 1, 1, (0,))
+
+
+def materialize(e: _Emitter, lin: Lin) -> Value:
+    """The i32 value of a linear form (its variables are available at the emitter's place)."""
+    acc: Value | None = None
+    for k, c in lin.items():
+        if k is None:
+            continue
+        term = k if c == 1 else e.binary("mul", k, e.const(I32, c))
+        acc = term if acc is None else e.binary("add", acc, term)
+    const = lin.get(None, 0)
+    if acc is None:
+        return e.const(I32, const)
+    return e.binary("add", acc, e.const(I32, const)) if const else acc
+
+
+def _tile_bytes(t: TileType) -> int:
+    assert isinstance(t.element, ScalarType)
+    return t.numel * t.element.bytes
+
+
+def _issue(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, slot: Value, valid: Value,
+           coords: list[tuple[Value, Value]]) -> None:
+    total = 0
+    for p in plans:
+        t = p.alloc.result.type
+        assert isinstance(t, TileType)
+        total += _tile_bytes(t)
+    e.add(MBarrierExpectOp.create([bars, slot, valid], [], {"bytes": total}))
+    for k, (p, buf, xy) in enumerate(zip(plans, bufs, coords)):
+        view = e.subview(buf, slot, p.alloc.result.type)
+        e.add(TmaLoadOp.create([view, bars, slot, valid, *xy], [], p.attributes(k), loc=p.load.loc))
+
+
+def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int = 4) -> None:
+    """Pipeline `loop` in place with TMA copies for the loads of `plans` (tc_opt.tma.plans_for)."""
+    parent = loop.parent
+    assert parent is not None and stages >= 2
+    body = loop.body
+    term = body.terminator
+    assert term is not None
+    args = body.args
+    lb, ub, step = loop.operands[:3]
+    ivt = args[0].type
+    dist = stages - 1
+    pre = _Emitter(parent, parent.ops.index(loop))
+    bufs = [pre.add(LocalAllocOp.create([], [_buffer_type(p.alloc.result.type, stages)], loc=p.alloc.loc)).result  # type: ignore[arg-type]
+            for p in plans]
+    bars = pre.add(LocalAllocOp.create([], [TileType((stages,), I64, BARRIER_LAYOUT)], loc=loop.loc)).result
+    pre.add(MBarrierInitOp.create([bars], [], {"count": 1}, loc=loop.loc))
+    starts = [(materialize(pre, p.start[0]), materialize(pre, p.start[1])) for p in plans]
+
+    def coords(e: _Emitter, n: Value | int) -> list[tuple[Value, Value]]:
+        out = []
+        for p, xy in zip(plans, starts):
+            pair = []
+            for d in (0, 1):
+                a = p.advance[d]
+                if a == 0 or n == 0:
+                    pair.append(xy[d])
+                elif isinstance(n, int):
+                    pair.append(e.binary("add", xy[d], e.const(I32, a * n)))
+                else:
+                    pair.append(e.binary("add", xy[d], e.binary("mul", n, e.const(I32, a))))
+            out.append((pair[0], pair[1]))
+        return out
+
+    # prologue: iterations 0 .. S-2
+    for s in range(dist):
+        iv: Value = lb if s == 0 else pre.binary("add", lb, pre.binary("mul", step, pre.const(ivt, s)))
+        valid = pre.cmp("slt", iv, ub)
+        _issue(pre, plans, bufs, bars, pre.const(I32, s), valid, coords(pre, s))
+    # the loop: read/write slots, the read slot's phase and the iteration number of the next copies
+    read = body.add_arg(I32, "read_slot")
+    write = body.add_arg(I32, "write_slot")
+    phase = body.add_arg(I32, "phase")
+    ahead = body.add_arg(I32, "ahead_iter")
+    top = _Emitter(body, 0)
+    top.add(MBarrierWaitOp.create([bars, read, phase], [], loc=loop.loc))
+    for p, buf in zip(plans, bufs):
+        view = top.subview(buf, read, p.alloc.result.type)
+        replace_uses(body, p.alloc.result, view)
+        body.remove(p.alloc)
+        body.remove(p.load)
+    dot = async_dot(loop) if stages >= 4 or num_warps > 4 else None
+    issue = top
+    if dot is None:
+        top.add(BarrierOp.create([], []))  # every warp is done with slot (i - 1) % S
+    else:
+        dot.asynchronous = True
+        issue = _Emitter(body, body.ops.index(dot) + 1)
+        done = issue.add(DotWaitOp.create([dot.result], [dot.result.type], {"pending": 1}, loc=dot.loc)).result
+        term.operands = [done if v is dot.result else v for v in term.operands]
+        if num_warps > 4:
+            issue.add(BarrierOp.create([], []))
+    iv_ahead = issue.binary("add", args[0], issue.binary("mul", step, issue.const(ivt, dist)))
+    valid = issue.cmp("slt", iv_ahead, ub)
+    _issue(issue, plans, bufs, bars, write, valid, coords(issue, ahead))
+    tail = _Emitter(body, body.ops.index(term))
+    next_read = tail.next_slot(read, stages)
+    wrapped = tail.cmp("eq", next_read, tail.const(I32, 0))
+    next_phase = tail.select(wrapped, tail.binary("xor", phase, tail.const(I32, 1)), phase)
+    next_ahead = tail.binary("add", ahead, tail.const(I32, 1))
+    term.operands = [*term.operands, next_read, tail.next_slot(write, stages), next_phase, next_ahead]
+    inits = [*loop.operands, pre.const(I32, 0), pre.const(I32, dist % stages), pre.const(I32, 0), pre.const(I32, dist)]
+    body.parent = None
+    new = ForOp.create(inits, [a.type for a in body.args[1:]], loop.attributes(), [body], loop.loc)
+    pre.add(new)
+    for old_r, new_r in zip(loop.results, new.results):
+        new_r.name_hint = old_r.name_hint
+        replace_uses(f.body, old_r, new_r)
+    parent.remove(loop)
+    after = parent.ops.index(new) + 1
+    parent.insert(after, MBarrierInvalOp.create([bars], [], loc=loop.loc))
+    if dot is not None:
+        carried_acc = dot.operands[2]
+        assert isinstance(carried_acc, BlockArgument)
+        acc = new.results[carried_acc.index - 1]
+        wait = DotWaitOp.create([acc], [acc.type], {"pending": 0}, loc=dot.loc)
+        parent.insert(after + 1, wait)
+        replace_uses(f.body, acc, wait.result)
+        wait.operands = [acc]
+
+
+__all__ = ["materialize", "pipeline_loop_tma"]

@@ -1,0 +1,412 @@
+"""Which pipelined loads can be tensor-memory-access (TMA) copies, and with which tensor map.
+
+A load in a loop qualifies when it reads a 2-D tile of a row-major matrix given by a pointer
+argument, `P + (r0 + i)[:, None] * ld + (c0 + j)[None, :]` (ld an integer argument, the tile's
+contiguous dimension the shared buffer's), the pointer is a loop-carried value advanced by a
+constant number of rows or columns per iteration, the masked-off elements read zero, and its only
+user is a swizzled shared buffer that a wgmma dot reads. The mask, if any, must be a conjunction of
+`index < bound` per dimension whose bound, moved into the matrix's coordinates, is an argument (plus
+a constant) for every iteration: the tensor map's extent, outside which TMA reads zeros. A
+dimension without a mask gets an extent no coordinate reaches (`UNBOUNDED`): the program says
+every address is valid, as with the load it replaces.
+
+Legality that depends on arguments is read from the specialization: the base pointer must be
+16-byte aligned and the stride in bytes a multiple of 16 (the runtime compiles another variant, on
+cp.async, for arguments that break this). The one thing taken on trust is that coordinates are not
+negative (tile starts computed from program ids): TMA reads zeros there, a plain load would read
+the memory before the matrix.
+
+Expressions are matched as linear forms over SSA values (`Lin`): the coordinates of the tile's
+corner become IR again before the loop (`materialize`), the extents become (argument, offset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+from tc_ir.layouts import DotOperand, Mma, Shared
+from tc_ir.ops import (
+    AddPtrOp,
+    BinaryOp,
+    BlockArgument,
+    BroadcastOp,
+    CmpOp,
+    ConstantOp,
+    ConvertLayoutOp,
+    ExpandDimsOp,
+    ForOp,
+    Function,
+    LoadOp,
+    LocalAllocOp,
+    MakeRangeOp,
+    OpResult,
+    SplatOp,
+    Value,
+)
+from tc_ir.types import PointerType, ScalarType, TileType
+
+from .ir_utils import constant_of, uses
+from .shared_buffers import buffer_users
+
+#: The extent of a dimension no mask bounds: no int32 coordinate reaches it.
+UNBOUNDED = 2**31 - 1
+#: Element types a tensor map can copy (the wgmma operand types).
+ELEMENTS = ("f16", "bf16", "f32")
+
+#: A linear form: SSA value -> coefficient, None -> the constant term.
+Lin = dict[Value | None, int]
+
+
+def _lin_add(a: Lin, b: Lin, scale: int = 1) -> Lin:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + scale * v
+    return {k: v for k, v in out.items() if v != 0}
+
+
+def _const(lin: Lin) -> int | None:
+    """The value of a constant form, None when it has variables."""
+    return lin.get(None, 0) if all(k is None for k in lin) else None
+
+
+def scalar_lin(v: Value) -> Lin:
+    """`v` (a scalar integer) as a linear form; what is not add/sub/mul by a constant is a variable."""
+    if isinstance(v, OpResult):
+        op = v.op
+        if isinstance(op, ConstantOp) and isinstance(op.value, int) and not isinstance(op.value, bool):
+            return {None: op.value} if op.value else {}
+        if isinstance(op, BinaryOp) and op.kind in ("add", "sub", "mul"):
+            a, b = scalar_lin(op.operands[0]), scalar_lin(op.operands[1])
+            if op.kind == "add":
+                return _lin_add(a, b)
+            if op.kind == "sub":
+                return _lin_add(a, b, -1)
+            ca, cb = _const(a), _const(b)
+            if ca is not None:
+                return {k: ca * c for k, c in b.items() if ca * c}
+            if cb is not None:
+                return {k: cb * c for k, c in a.items() if cb * c}
+    return {v: 1}
+
+
+@attrs.frozen
+class Index:
+    """An integer tile whose element at index (i_0, ..., i_n) is base + i_dim (dim None: base)."""
+
+    dim: int | None
+    base: Lin
+
+
+def index_tile(v: Value) -> Index | None:
+    """`v` as an Index, None when it is not one (a sum over two dimensions, a product, ...)."""
+    t = v.type
+    if not isinstance(t, TileType):
+        return Index(None, scalar_lin(v)) if isinstance(t, ScalarType) and t.is_int else None
+    if not isinstance(v, OpResult):
+        return None
+    op = v.op
+    if isinstance(op, MakeRangeOp):
+        return Index(0, {None: op.start} if op.start else {})
+    if isinstance(op, ConstantOp) and isinstance(op.value, int) and not isinstance(op.value, bool):
+        return Index(None, {None: op.value} if op.value else {})
+    if isinstance(op, SplatOp):
+        return index_tile(op.operands[0])
+    if isinstance(op, ConvertLayoutOp):
+        return index_tile(op.operands[0])
+    if isinstance(op, ExpandDimsOp):
+        x = index_tile(op.operands[0])
+        if x is None or x.dim is None:
+            return x
+        return Index(x.dim + (1 if x.dim >= op.axis else 0), x.base)
+    if isinstance(op, BroadcastOp):
+        x = index_tile(op.operands[0])
+        src = op.operands[0].type
+        if x is not None and x.dim is not None and isinstance(src, TileType) and src.shape[x.dim] == 1:
+            return Index(None, x.base)  # a dimension of size 1: its index is always 0
+        return x
+    if isinstance(op, BinaryOp) and op.kind in ("add", "sub"):
+        a, b = index_tile(op.operands[0]), index_tile(op.operands[1])
+        if a is None or b is None:
+            return None
+        if op.kind == "sub" and b.dim is not None:
+            return None
+        if a.dim is not None and b.dim is not None:
+            return None  # two dimensions (or a coefficient of 2)
+        return Index(a.dim if a.dim is not None else b.dim, _lin_add(a.base, b.base, -1 if op.kind == "sub" else 1))
+    return None
+
+
+def _terms(v: Value) -> list[Value]:
+    """The summands of a tile of offsets (through its adds; each summand may be a broadcast)."""
+    if isinstance(v, OpResult) and isinstance(v.op, BinaryOp) and v.op.kind == "add":
+        return _terms(v.op.operands[0]) + _terms(v.op.operands[1])
+    return [v]
+
+
+@attrs.frozen
+class Strided:
+    """One summand of an offset tile: `index * stride` (stride None: 1; else an argument)."""
+
+    index: Index
+    stride: Value | None
+
+
+def strided_term(v: Value) -> Strided | None:
+    if isinstance(v, OpResult) and isinstance(v.op, BroadcastOp):
+        s = strided_term(v.op.operands[0])
+        if s is None:
+            return None
+        src = v.op.operands[0].type
+        idx = s.index
+        if idx.dim is not None and isinstance(src, TileType) and src.shape[idx.dim] == 1:
+            idx = Index(None, idx.base)
+        return Strided(idx, s.stride)
+    if isinstance(v, OpResult) and isinstance(v.op, BinaryOp) and v.op.kind == "mul":
+        for x, y in (v.op.operands, reversed(v.op.operands)):
+            by = index_tile(y)
+            i = index_tile(x)
+            if by is None or i is None or by.dim is not None:
+                continue
+            if _const(by.base) == 1:
+                return Strided(i, None)
+            (arg, coef), *rest = list(by.base.items()) or [(None, 0)]
+            if not rest and coef == 1 and arg is not None:
+                if isinstance(arg, BlockArgument) and arg.block.parent is None:  # a kernel argument
+                    return Strided(i, arg)
+        return None
+    i = index_tile(v)
+    return Strided(i, None) if i is not None else None
+
+
+@attrs.frozen
+class TmaPlan:
+    """How one load becomes TMA copies. Tile dimension `fast` is contiguous in memory and the
+    other has stride `stride` (a kernel argument). `start[d]` is the coordinate of the tile's
+    corner at the first iteration along tile dimension d, `advance[d]` what an iteration adds to
+    it, `extent[d]` the tensor map's extent (argument index or -1, offset)."""
+
+    load: LoadOp
+    alloc: LocalAllocOp
+    base_arg: int
+    stride_arg: int
+    fast: int
+    start: tuple[Lin, Lin]
+    advance: tuple[int, int]
+    extent: tuple[tuple[int, int], tuple[int, int]]
+    swizzle: int
+    panel: int  # elements of one swizzle panel along the fast dimension (the box's inner extent)
+
+    @property
+    def slow(self) -> int:
+        return 1 - self.fast
+
+    def attributes(self, descriptor: int) -> dict[str, object]:
+        """The tc.tma_load attributes of this plan's tensor map (map order: fast dimension first)."""
+        t = self.alloc.result.type
+        assert isinstance(t, TileType)
+        ext = (*self.extent[self.fast], *self.extent[self.slow])
+        return {"descriptor": descriptor, "base": self.base_arg, "extents": ext, "stride": (self.stride_arg, 1),
+                "box": (self.panel, t.shape[self.slow]), "swizzle": self.swizzle}
+
+
+def _arg_index(f: Function, v: Value) -> int | None:
+    return f.args.index(v) if isinstance(v, BlockArgument) and v.block is f.body else None  # type: ignore[arg-type]
+
+
+def _swizzle(t: TileType) -> tuple[int, int] | None:
+    """(swizzle bytes, panel elements) when the buffer's layout is a hardware swizzle TMA writes."""
+    lay = t.layout
+    e = t.element
+    if not isinstance(lay, Shared) or not isinstance(e, ScalarType) or e.name not in ELEMENTS or t.rank != 2:
+        return None
+    eb = e.bytes
+    if lay.vec * eb != 16 or lay.per_phase * lay.max_phase != 8 or lay.max_phase not in (2, 4, 8):
+        return None
+    width = 16 * lay.max_phase
+    panel = width // eb
+    if t.shape[lay.order[0]] % panel or t.shape[lay.order[1]] > 256 or t.shape[lay.order[1]] % 8:
+        return None
+    return width, panel
+
+
+def _feeds_wgmma(alloc: LocalAllocOp, users: dict[Value, list[object]]) -> bool:
+    from tc_ir.ops import LocalLoadOp
+
+    found = False
+    for u in buffer_users(alloc, users):  # type: ignore[arg-type]
+        if isinstance(u, LocalLoadOp):
+            lay = u.result.type.layout  # type: ignore[union-attr]
+            if not (isinstance(lay, DotOperand) and isinstance(lay.parent, Mma) and lay.parent.version == 3):
+                return False
+            found = True
+    return found
+
+
+def _mask_bounds(v: Value) -> list[tuple[Index, Lin]] | None:
+    """The mask as conjunction of `index < bound` (bound a uniform form), None when it is not."""
+    if isinstance(v, OpResult) and isinstance(v.op, (BroadcastOp, ConvertLayoutOp)):
+        return _mask_bounds(v.op.operands[0])
+    if isinstance(v, OpResult) and isinstance(v.op, BinaryOp) and v.op.kind == "and":
+        a, b = _mask_bounds(v.op.operands[0]), _mask_bounds(v.op.operands[1])
+        return None if a is None or b is None else a + b
+    if isinstance(v, OpResult) and isinstance(v.op, CmpOp) and v.op.predicate in ("slt", "sgt", "sle", "sge"):
+        x, y = v.op.operands
+        if v.op.predicate in ("sgt", "sge"):
+            x, y = y, x
+        i, lim = index_tile(x), index_tile(y)
+        if i is None or lim is None or i.dim is None or lim.dim is not None:
+            return None
+        bound = lim.base if v.op.predicate in ("slt", "sgt") else _lin_add(lim.base, {None: 1})
+        return [(i, bound)]
+    return None
+
+
+def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -> TmaPlan | None:
+    """The TMA plan of `load` (one of the pipeliner's candidates in `loop`), None when its pattern
+    or its arguments' specialization rule TMA out."""
+    body = loop.body
+    term = body.terminator
+    assert term is not None
+    pt = load.operands[0].type
+    at = alloc.result.type
+    if not isinstance(pt, TileType) or pt.rank != 2 or not isinstance(at, TileType):
+        return None
+    sw = _swizzle(at)
+    if sw is None or not _feeds_wgmma(alloc, uses(f.body)):  # type: ignore[arg-type]
+        return None
+    assert isinstance(at.layout, Shared)
+    fast = at.layout.order[0]
+    # the pointer: a loop-carried P + offsets, advanced by a uniform step
+    ptr = load.operands[0]
+    if not isinstance(ptr, BlockArgument) or ptr.block is not body or ptr.index == 0:
+        return None
+    init = loop.operands[3 + ptr.index - 1]
+    step_v = term.operands[ptr.index - 1]
+    if not (isinstance(init, OpResult) and isinstance(init.op, AddPtrOp)):
+        return None
+    if not (isinstance(step_v, OpResult) and isinstance(step_v.op, AddPtrOp) and step_v.op.operands[0] is ptr):
+        return None
+    base = init.op.operands[0]
+    if isinstance(base, OpResult) and isinstance(base.op, (SplatOp, BroadcastOp)):
+        base = base.op.operands[0]
+    base_arg = _arg_index(f, base)
+    if base_arg is None or not isinstance(base.type, PointerType):
+        return None
+    eb = base.type.pointee.bytes if isinstance(base.type.pointee, ScalarType) else 0
+    if int(f.arg_attrs[base_arg].get("aligned", 1)) % 16 if base_arg < len(f.arg_attrs) else True:
+        return None
+    terms = _terms(init.op.operands[1])
+    start: list[Lin] = [{}, {}]
+    stride: Value | None = None
+    seen: set[int] = set()
+    for x in terms:
+        s = strided_term(x)
+        if s is None:
+            return None
+        d = s.index.dim
+        if d is None or d in seen:
+            return None  # a uniform offset would not split into coordinates
+        seen.add(d)
+        if (d == fast) != (s.stride is None):
+            return None  # the contiguous dimension has stride 1, the other an argument
+        if s.stride is not None:
+            stride = s.stride
+        start[d] = s.index.base
+    if seen != {0, 1} or stride is None:
+        return None
+    stride_arg = _arg_index(f, stride)
+    assert stride_arg is not None
+    if (int(f.arg_attrs[stride_arg].get("multiple_of", 1)) * eb) % 16 if stride_arg < len(f.arg_attrs) else True:
+        return None
+    # the advance: a uniform step of whole columns (constant) or rows (constant * stride)
+    step = index_tile(step_v.op.operands[1])
+    if step is None or step.dim is not None:
+        return None
+    advance = [0, 0]
+    for k, c in step.base.items():
+        if k is None:
+            advance[fast] += c
+        elif k is stride:
+            advance[1 - fast] += c
+        else:
+            return None
+    # the mask: per dimension, index < bound, the same condition as coordinate < extent
+    extent: list[tuple[int, int]] = [(-1, UNBOUNDED), (-1, UNBOUNDED)]
+    if len(load.operands) > 1:
+        bounds = _mask_bounds(load.operands[1])
+        if bounds is None:
+            return None
+        lb, st = constant_of(loop.operands[0]), constant_of(loop.operands[2])
+        iv = body.args[0]
+        done: set[int] = set()
+        for idx, bound in bounds:
+            d = idx.dim
+            assert d is not None
+            if d in done or not isinstance(lb, int) or not isinstance(st, int):
+                return None
+            done.add(d)
+            # coordinate(n) = start + advance * n + i and bound(iv = lb + st * n) - index base
+            per_n = bound.get(iv, 0) * st + advance[d]
+            if per_n:
+                return None
+            at_lb = _lin_add({k: c for k, c in bound.items() if k is not iv}, {None: bound.get(iv, 0) * lb})
+            ext = _lin_add(_lin_add(at_lb, idx.base, -1), start[d])
+            ext_extent = _extent_of(f, ext, loop)
+            if ext_extent is None:
+                return None
+            extent[d] = ext_extent
+    return TmaPlan(load, alloc, base_arg, stride_arg, fast, (start[0], start[1]), (advance[0], advance[1]),
+                   (extent[0], extent[1]), sw[0], sw[1])
+
+
+def _extent_of(f: Function, lin: Lin, loop: ForOp) -> tuple[int, int] | None:
+    """A form the runtime can evaluate from the arguments: argument + constant, or a constant."""
+    offset = lin.get(None, 0)
+    vars_ = [k for k in lin if k is not None]
+    if not vars_:
+        return (-1, offset) if offset > 0 else None
+    if len(vars_) == 1 and lin[vars_[0]] == 1:
+        i = _arg_index(f, vars_[0])  # type: ignore[arg-type]
+        t = vars_[0].type  # type: ignore[union-attr]
+        if i is not None and isinstance(t, ScalarType) and t.name == "i32":
+            return (i, offset)
+    return None
+
+
+def defined_before(v: Value, loop: ForOp) -> bool:
+    """Whether `v` is available before `loop` (a kernel argument or a value of an enclosing block
+    computed before it)."""
+    if isinstance(v, BlockArgument):
+        return v.block is not loop.body and not _inside(v.block.parent, loop)
+    assert isinstance(v, OpResult)
+    return not _inside(v.op, loop)
+
+
+def _inside(op: object, loop: ForOp) -> bool:
+    from tc_ir.ops import Operation
+
+    while isinstance(op, Operation):
+        if op is loop:
+            return True
+        blk = op.parent
+        op = blk.parent if blk is not None else None
+    return False
+
+
+def starts_available(plan: TmaPlan, loop: ForOp) -> bool:
+    """Whether the corner coordinates can be computed before the loop."""
+    return all(k is None or defined_before(k, loop) for lin in plan.start for k in lin)
+
+
+def plans_for(f: Function, loop: ForOp, pairs: Mapping[LoadOp, LocalAllocOp] | list[tuple[LoadOp, LocalAllocOp]]
+              ) -> list[TmaPlan] | None:
+    """A plan for every pair, or None if one of them cannot use TMA (the loop then keeps cp.async)."""
+    items = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
+    out = []
+    for ld, alloc in items:
+        p = plan_tma_load(f, loop, ld, alloc)
+        if p is None or not starts_available(p, loop):
+            return None
+        out.append(p)
+    return out or None
