@@ -19,6 +19,16 @@ FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 #: Offsets inside the kernels are C ints.
 INT32_LIMIT = 2**31
 
+#: torch.contiguous_format, for the fast paths' torch.empty_like(x, memory_format=CONTIGUOUS).
+CONTIGUOUS = torch.contiguous_format
+
+
+def cuda_index(t: torch.Tensor) -> int:
+    """The index of t's CUDA device, or -1 when t is not on a CUDA device: the ops' fast paths
+    test this (cheaper than t.device, which builds a torch.device). Every fast path looks it up
+    here, so tools/bench_torch_host.py can send CPU tensors down the GPU paths."""
+    return t.get_device() if t.is_cuda else -1
+
 
 def device_of(tensors: Sequence[torch.Tensor], op: str) -> torch.device:
     """The one device all tensors share (a clear error if they differ)."""
@@ -94,6 +104,8 @@ def check_tensor(value: object, op: str, name: str) -> torch.Tensor:
 def check_extent(op: str, *tensors: torch.Tensor) -> None:
     """Refuse tensors whose element offsets do not fit the kernels' int arithmetic."""
     for t in tensors:
+        if 0 < t.numel() < INT32_LIMIT and t.is_contiguous():
+            continue  # (a contiguous tensor spans its numel elements)
         extent = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()) if s > 0)
         if extent >= INT32_LIMIT:
             raise ValueError(f"{op}: a tensor of shape {tuple(t.shape)} spans {extent} elements, "

@@ -17,7 +17,8 @@ from torch.autograd.function import once_differentiable
 
 import tc_runtime as tc
 
-from ..devices import FLOAT_DTYPES, acc_dtype, acc_type, check_tensor, device_of, launch, tc_type
+from ..devices import (CONTIGUOUS, FLOAT_DTYPES, INT32_LIMIT, acc_dtype, acc_type, check_tensor,
+                       cuda_index, device_of, launch, on_cuda, tc_type)
 from ..library import get_kernel, rows_num_warps
 from .rows import as_rows, row_stride
 
@@ -56,9 +57,72 @@ def _defines(dtype: torch.dtype, n: int, has_w: bool, has_b: bool) -> dict[str, 
             "BLOCK": tc.next_power_of_2(max(n, 1)), "HAS_W": int(has_w), "HAS_B": int(has_b)}
 
 
+#: The GPU forward kernels chosen so far, by (dtype, N, weight, bias, device index): the fast
+#: path's look-up, filled by the general path.
+_FORWARD: dict[tuple[torch.dtype, int, bool, bool, int], tc.Kernel] = {}
+
+
+def _forward_kernel(dtype: torch.dtype, n: int, has_w: bool, has_b: bool,
+                    device: torch.device) -> tc.Kernel:
+    d = _defines(dtype, n, has_w, has_b)
+    k = get_kernel("layer_norm", "layer_norm_forward", device, d,
+                   num_warps=rows_num_warps(int(str(d["BLOCK"]))))
+    if on_cuda(device):
+        _FORWARD[dtype, n, has_w, has_b, device.index] = k
+    return k
+
+
+def _param_ok(p: object, n: int, dtype: torch.dtype, i: int, grad: bool) -> bool:
+    """Whether weight or bias `p` takes the fast path: None, or a contiguous (n,) tensor of
+    `dtype` on GPU `i` that needs no gradient (`grad`: grad mode is on)."""
+    return p is None or (isinstance(p, torch.Tensor) and p.dtype == dtype and p.is_contiguous()
+                         and not (grad and p.requires_grad) and p.shape == (n,)
+                         and cuda_index(p) == i)
+
+
+def _fast_forward(x: torch.Tensor, n: int, w: torch.Tensor | None, b: torch.Tensor | None,
+                  eps: float, grad: bool, keep: bool
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """layer_norm_forward for a contiguous, non-empty x whose rows have n elements, with
+    contiguous (n,) parameters (or None), on a GPU whose kernel was chosen before: the same
+    kernel and arguments without the checks of the first call; else None. x needs no gradient;
+    `grad` says whether grad mode is on (then neither may the parameters). Without `keep`, mean
+    and rstd are not wanted: both are then one scratch buffer (mean, then rstd)."""
+    i = cuda_index(x)
+    if i < 0 or not x.is_contiguous():
+        return None
+    dtype = x.dtype
+    k = _FORWARD.get((dtype, n, w is not None, b is not None, i))
+    if k is None or not (_param_ok(w, n, dtype, i, grad) and _param_ok(b, n, dtype, i, grad)):
+        return None
+    shape = x.shape
+    numel = x.numel()
+    if not shape or shape[-1] != n or not 0 < numel < INT32_LIMIT:
+        return None
+    m = numel // n
+    y = torch.empty_like(x, memory_format=CONTIGUOUS)
+    if keep:
+        mean = x.new_empty(m, dtype=acc_dtype(dtype))
+        rstd = torch.empty_like(mean)
+        mp, rp = mean.data_ptr(), rstd.data_ptr()
+    else:  # one allocation, each half 16-byte aligned
+        half = (m + 3) & ~3
+        mean = rstd = x.new_empty(2 * half, dtype=acc_dtype(dtype))
+        mp = mean.data_ptr()
+        rp = mp + half * mean.element_size()
+    xp = x.data_ptr()
+    k(y.data_ptr(), xp, w.data_ptr() if w is not None else xp,
+      b.data_ptr() if b is not None else xp, mp, rp, n, n, m, n, eps, grid=(m,))
+    return y, mean, rstd
+
+
 def layer_norm_forward(x: torch.Tensor, n: int, w: torch.Tensor | None, b: torch.Tensor | None,
                        eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, rstd): y like x (contiguous), mean and rstd per row in acc_dtype."""
+    if type(eps) is float:
+        fast = _fast_forward(x, n, w, b, eps, False, True)
+        if fast is not None:
+            return fast
     device = device_of([x] + [v for v in (w, b) if v is not None], OP)
     rows = as_rows(x, n, OP)
     m = rows.shape[0]
@@ -66,9 +130,10 @@ def layer_norm_forward(x: torch.Tensor, n: int, w: torch.Tensor | None, b: torch
     mean = torch.empty(m, dtype=acc_dtype(x.dtype), device=x.device)
     rstd = torch.empty_like(mean)
     if y.numel():
-        d = _defines(x.dtype, n, w is not None, b is not None)
-        k = get_kernel("layer_norm", "layer_norm_forward", device, d,
-                       num_warps=rows_num_warps(int(str(d["BLOCK"]))))
+        k = _FORWARD.get((x.dtype, n, w is not None, b is not None, device.index)) if on_cuda(
+            device) else None
+        if k is None:
+            k = _forward_kernel(x.dtype, n, w is not None, b is not None, device)
         yr = y.view(-1, n)
         launch(k, device, (m,), yr, rows, w if w is not None else rows,
                b if b is not None else rows, mean, rstd, row_stride(yr), row_stride(rows), m, n,
@@ -102,7 +167,62 @@ def _backward_plan(dtype: torch.dtype, m: int, n: int, has_w: bool, has_b: bool,
         dr.update(BLOCK_M=block_m, BLOCK_N=block_n)
         reduce_kernel = get_kernel("layer_norm", "layer_norm_backward_reduce", device, dr, num_warps=4)
         reduce_programs = tc.cdiv(n, block_n)
-    return _BackwardPlan(k, tc.cdiv(m, r), reduce_kernel, reduce_programs)
+    plan = _BackwardPlan(k, tc.cdiv(m, r), reduce_kernel, reduce_programs)
+    if rows is None and on_cuda(device):
+        _PLANS[dtype, m, n, has_w, has_b, need_dx, need_dw, need_db, device.index] = plan
+    return plan
+
+
+#: The GPU backward plans made so far (with backward_rows), by (dtype, M, N, weight, bias,
+#: needs, device index): the fast path's look-up.
+_PLANS: dict[tuple[torch.dtype, int, int, bool, bool, bool, bool, bool, int], _BackwardPlan] = {}
+
+
+def _fast_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tensor | None,
+                   has_b: bool, mean: torch.Tensor, rstd: torch.Tensor, need_dx: bool,
+                   need_dw: bool, need_db: bool
+                   ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None] | None:
+    """layer_norm_backward for contiguous, non-empty dy and x of one shape on a GPU whose plan
+    was made before (the same launches without the checks of the first call); else None."""
+    i = cuda_index(x)
+    if i < 0 or not x.is_contiguous() or not dy.is_contiguous() or cuda_index(dy) != i \
+            or cuda_index(mean) != i or cuda_index(rstd) != i:
+        return None
+    shape = x.shape
+    numel = x.numel()
+    if not shape or shape[-1] != n or dy.shape != shape or not 0 < numel < INT32_LIMIT:
+        return None
+    m = numel // n
+    dtype = x.dtype
+    need_dw = need_dw and w is not None
+    need_db = need_db and has_b
+    plan = _PLANS.get((dtype, m, n, w is not None, has_b, need_dx, need_dw, need_db, i))
+    if plan is None:
+        return None
+    dx = torch.empty_like(x, memory_format=CONTIGUOUS) if need_dx else None
+    xp = x.data_ptr()
+    mp = mean.data_ptr()
+    dwp = dbp = mp
+    dw = db = None
+    outs = int(need_dw) + int(need_db)
+    if outs:  # as in layer_norm_backward: dw and db in one allocation, their partials in another
+        out = x.new_empty((outs, n))
+        parts = x.new_empty((outs, plan.programs, n), dtype=acc_dtype(dtype))
+        pp = parts.data_ptr()
+        if need_dw:
+            dw = out[0]
+            dwp = pp
+        if need_db:
+            db = out[-1]
+            dbp = pp + (outs - 1) * plan.programs * n * parts.element_size()
+    plan.dx_kernel(dx.data_ptr() if dx is not None else xp, dy.data_ptr(), xp,
+                   w.data_ptr() if w is not None else xp, mp, rstd.data_ptr(), dwp, dbp, n, n, n,
+                   m, n, grid=(plan.programs,))
+    if plan.reduce_kernel is not None:
+        plan.reduce_kernel(dw.data_ptr() if dw is not None else xp,
+                           db.data_ptr() if db is not None else xp, dwp, dbp, plan.programs, n,
+                           grid=(plan.reduce_programs,))
+    return dx, dw, db
 
 
 def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tensor | None,
@@ -111,6 +231,10 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tens
                         ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """(dx, dw, db), each None where not needed (dw also without a weight, db without a bias).
     `rows` overrides backward_rows (tests)."""
+    if rows is None and (need_dx or need_dw or need_db) and x.dtype == dy.dtype:
+        fast = _fast_backward(dy, x, n, w, has_b, mean, rstd, need_dx, need_dw, need_db)
+        if fast is not None:
+            return fast
     device = device_of([dy, x, mean, rstd], OP)
     xr = as_rows(x, n, OP)
     dyr = as_rows(dy, n, OP)
@@ -157,7 +281,7 @@ class _LayerNorm(torch.autograd.Function):
                                                      None]:
         x, w, mean, rstd = ctx.saved_tensors
         need = ctx.needs_input_grad
-        dx, dw, db = layer_norm_backward(dy.to(x.dtype), x, ctx.n, w, ctx.has_b, mean, rstd,
+        dx, dw, db = layer_norm_backward(dy if dy.dtype == x.dtype else dy.to(x.dtype), x, ctx.n, w, ctx.has_b, mean, rstd,
                                          need[0], need[2], need[3])
         return dx, None, dw if need[2] else None, db if need[3] else None, None
 
@@ -178,6 +302,18 @@ def layer_norm(x: torch.Tensor, normalized_shape: int | Sequence[int],
     """torch.nn.functional.layer_norm(x, normalized_shape, weight, bias, eps), differentiable in
     x, weight and bias; float32, float16, bfloat16, float64, computed in float32 (float64 for
     float64). The normalized size (the product of normalized_shape) may be up to 65536."""
+    if type(normalized_shape) is int:
+        n = normalized_shape
+    elif type(normalized_shape) is tuple and len(normalized_shape) == 1:
+        n = normalized_shape[0]  # (torch.nn.LayerNorm's normalized_shape)
+    else:
+        n = -1
+    grad = torch.is_grad_enabled()
+    if type(n) is int and 0 < n <= MAX_N and type(eps) is float and eps >= 0 \
+            and isinstance(x, torch.Tensor) and not (grad and x.requires_grad):
+        fast = _fast_forward(x, n, weight, bias, eps, grad, False)  # the common case on a GPU
+        if fast is not None:
+            return fast[0]
     x = check_tensor(x, OP, "x")
     shape = _shape(normalized_shape)
     tc_type(x.dtype, OP, FLOAT_DTYPES)

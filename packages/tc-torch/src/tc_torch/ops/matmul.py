@@ -16,7 +16,8 @@ from torch.autograd.function import once_differentiable
 
 import tc_runtime as tc
 
-from ..devices import FLOAT_DTYPES, acc_type, check_extent, check_tensor, device_of, launch, tc_type
+from ..devices import (FLOAT_DTYPES, INT32_LIMIT, acc_type, check_extent, check_tensor, cuda_index,
+                       device_of, launch, on_cuda, tc_type)
 from ..library import get_kernel
 
 OP = "tc_torch.matmul"
@@ -50,6 +51,15 @@ TENSOR_CORE_CONFIGS = [
     _cfg(64, 256, 32, 4, 4), _cfg(128, 128, 64, 4, 3),  # (the best on wgmma, H100 2026-11-23)
     _cfg(128, 256, 64, 8, 4),
 ]
+#: float32 with precision="tf32": on sm_90 wgmma with the operands K-major in shared memory, an
+#: M- or N-contiguous operand copied there 4 bytes at a time (tc_opt.k_major_operands), so tiles
+#: with fewer N columns of B per product win: 256x128x32 with 8 warps measured best on an H100
+#: (215-231 TFLOPS at 4096^3 and 8192^3), then 128x256x32; the 4-warp tiles serve small products
+#: and GPUs before sm_90 (mma.sync). K = 64 fp32 tiles need too much shared memory for 3 stages.
+TF32_CONFIGS = [
+    _cfg(256, 128, 32, 8, 3), _cfg(128, 256, 32, 8, 3), _cfg(256, 128, 16, 8, 4), _cfg(128, 128, 32, 8, 3),
+    _cfg(128, 128, 32, 4, 3), _cfg(64, 128, 32, 4, 3), _cfg(64, 64, 32, 4, 3),
+]
 #: float32 (ieee) and float64: CUDA-core products, smaller tiles.
 FMA_CONFIGS = [
     _cfg(64, 64, 32, 4, 3), _cfg(128, 64, 32, 4, 3), _cfg(64, 128, 32, 4, 3),
@@ -62,8 +72,10 @@ CPU_CONFIG = _cfg(32, 32, 16, 4, 1)
 def configs_for(dtype: torch.dtype, device: torch.device, precision: str = "ieee") -> list[tc.Config]:
     if device.type == "cpu":
         return [CPU_CONFIG]
-    if dtype in (torch.float16, torch.bfloat16) or (dtype == torch.float32 and precision == "tf32"):
-        return TENSOR_CORE_CONFIGS  # (tf32 tiles that need too much shared memory are skipped)
+    if dtype in (torch.float16, torch.bfloat16):
+        return TENSOR_CORE_CONFIGS
+    if dtype == torch.float32 and precision == "tf32":
+        return TF32_CONFIGS
     return FMA_CONFIGS
 
 
@@ -80,6 +92,11 @@ def kernel_for(dtype: torch.dtype, trans_a: bool, trans_b: bool, device: torch.d
                           c.num_stages, fp32_dot=precision)
     return get_kernel("matmul", "matmul", device, defines, configs=cfgs, key=["M", "N", "K"],
                       fp32_dot=precision)
+
+
+#: The GPU kernels matmul_out chose so far (its default configurations), by (dtype, A transposed,
+#: B transposed, device index, precision): the fast path's look-up.
+_KERNELS: dict[tuple[torch.dtype, bool, bool, int, str], tc.Kernel] = {}
 
 
 def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
@@ -108,6 +125,8 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     if z > 65535:
         raise ValueError(f"{OP}: a batch of {z} matrices is more than the grid allows (65535)")
     kern = kernel_for(a.dtype, ta, tb, device, configs, precision)
+    if configs is None and on_cuda(device):
+        _KERNELS[a.dtype, ta, tb, device.index, precision] = kern
     saz = int(a.stride(0)) if a.shape[0] > 1 else 0
     sbz = int(b.stride(0)) if b.shape[0] > 1 else 0
 
@@ -118,8 +137,56 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     return c
 
 
+def _operand(rows: int, cols: int, strides: tuple[int, ...]) -> tuple[bool, int, int] | None:
+    """(transposed, leading dimension, extent) of a matrix of rows x cols with `strides` read in
+    place, as _layout and check_extent find them; None where _layout would copy."""
+    s0, s1 = strides
+    if s1 == 1 or cols == 1:
+        trans, ld = False, s0 if rows > 1 else max(cols, 1)
+    elif s0 == 1 or rows == 1:
+        trans, ld = True, s1 if cols > 1 else max(rows, 1)
+    else:
+        return None
+    return trans, ld, 1 + (rows - 1) * s0 + (cols - 1) * s1
+
+
+def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor | None:
+    """_mm(a, b) for non-empty 2-D operands on a GPU that matmul_out can read in place, whose
+    kernel was chosen before (the same launch without the checks of the first call); else None."""
+    i = cuda_index(a)
+    if i < 0 or cuda_index(b) != i:
+        return None
+    sa = a.shape
+    sb = b.shape
+    if len(sa) != 2 or len(sb) != 2:
+        return None
+    m, k = sa
+    k2, n = sb
+    dtype = a.dtype
+    if k != k2 or not (m and n and k) or b.dtype != dtype or m * n >= INT32_LIMIT:
+        return None
+    la = _operand(m, k, a.stride())
+    lb = _operand(k, n, b.stride())
+    if la is None or lb is None or la[2] >= INT32_LIMIT or lb[2] >= INT32_LIMIT:
+        return None
+    kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
+    if kern is None:
+        return None
+    c = a.new_empty((m, n))
+
+    def grid(opt: tc.Options) -> tuple[int, int]:
+        return tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB), 1
+
+    kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, la[1], lb[1], n, 0, 0, m * n,
+         grid=grid)
+    return c
+
+
 def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:
     """a @ b for 2-D or 3-D operands (a batch of 1 or a 2-D operand broadcasts)."""
+    fast = _fast_mm(a, b, precision)
+    if fast is not None:
+        return fast
     a3 = a if a.dim() == 3 else a.unsqueeze(0)
     b3 = b if b.dim() == 3 else b.unsqueeze(0)
     z = max(a3.shape[0], b3.shape[0])
@@ -200,8 +267,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.T
     for float64). `precision` is the float32 product: "ieee" (exact; the default) or "tf32"
     (tensor cores on the GPU, about 1e-3 relative error, also in the backward; the interpreter
     computes it exactly)."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and type(precision) is str \
+            and not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
+        c = _fast_mm(a, b, precision)  # the common case on a GPU; anything else is checked below
+        if c is not None:
+            return c
     a, b = _check(a, b, precision)
-    if not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+    if not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
         return _mm(a, b, precision)
     apply: Any = _Matmul.apply
     out: torch.Tensor = apply(a, b, precision)
