@@ -21,7 +21,6 @@ older tree, put that tree's tc_torch first on PYTHONPATH.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import tempfile
@@ -33,18 +32,12 @@ from typing import Any
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from bench_launch_host import _fake_module  # noqa: E402  (the simulated driver)
 CUDA0 = torch.device("cuda", 0)
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
           "float64": torch.float64}
-
-
-def _fake_module() -> Any:
-    path = ROOT / "packages/tc-runtime/tests/test_runtime_fakegpu.py"
-    spec = importlib.util.spec_from_file_location("_tc_fakegpu", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def install_fake_driver() -> None:
