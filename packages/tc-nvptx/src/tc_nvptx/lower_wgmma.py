@@ -1,10 +1,14 @@
 """The dot on Hopper's warpgroup tensor cores: wgmma.mma_async with both operands in shared memory.
 
 Each group of 4 warps computes a 64-row block of the accumulator by the tile's whole N per
-instruction (m64nNk16), reading A and B through 64-bit matrix descriptors: the operand's start
+instruction (m64nNk16 for fp16/bf16, m64nNk8 for tf32), reading A and B through 64-bit matrix
+descriptors: the operand's start
 address, its swizzle (32, 64 or 128 bytes: the tile's own XOR swizzle, see swizzle.py), the byte
 stride between 8-row groups (SBO) and, for an operand whose M or N dimension is contiguous
 ("MN-major", read transposed), the stride between its panels along that dimension (LBO).
+tf32 operands are K-major only (the staging makes them so: tc_opt.k_major_operands). wgmma takes
+their fp32 bits as tf32 without the cvt.rna rounding of the mma.sync path (as Triton's tf32 dots
+do; on an H100 the relative error of a 4096^3 product was 7.8e-4, cuBLAS's with allow_tf32 2.9e-4).
 
 The instructions are asynchronous: `wgmma.fence` orders them after the accumulator's last
 register writes, `commit_group` closes the batch and `wait_group 0` waits for it, passing every
@@ -71,7 +75,7 @@ class Operand:
         eb = view.element.bits // 8  # type: ignore[union-attr]
         rows = view.shape[view.layout.order[1]]
         self.sbo = 8 * width  # 8 rows of one swizzle width
-        # K-major: unused (an instruction's 16 K elements never leave a panel); MN-major: the
+        # K-major: unused (an instruction's 32 bytes of K never leave a panel); MN-major: the
         # stride from one panel of the contiguous M or N dimension to the next
         self.lbo = 16 if self.k_major else (view.panel_stride * eb if view.panel else rows * width)
 
@@ -86,12 +90,18 @@ class Operand:
         return 0 if self.k_major else 1
 
 
-def _wgmma_text(n: int, elem: str, trans_a: int, trans_b: int) -> str:
+#: The PTX operand type and the K of one instruction per element type of the operands.
+_OPERAND_KINDS = {"f16": ("f16", 16), "bf16": ("bf16", 16), "f32": ("tf32", 8)}
+
+
+def _wgmma_text(n: int, elem: str, k: int, trans_a: int, trans_b: int) -> str:
+    """The instruction; tf32 has no transpose operands (both operands are read K-major)."""
     d = ", ".join(f"${i}" for i in range(n // 2))
     h = n // 2
+    trans = f", {trans_a}, {trans_b}" if elem != "tf32" else ""
     return (f"{{ .reg .pred p; setp.ne.b32 p, ${h + 2}, 0; "
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} "
-            f"{{{d}}}, ${h}, ${h + 1}, p, 1, 1, {trans_a}, {trans_b}; }}")
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{elem}.{elem} "
+            f"{{{d}}}, ${h}, ${h + 1}, p, 1, 1{trans}; }}")
 
 
 def _through(ctx: Ctx, text: str, vals: list[ir.Value]) -> list[ir.Value]:
@@ -106,14 +116,17 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
     lay = acc.map.layout
     assert isinstance(lay, Mma) and lay.version == 3
     elem = a.element
-    if not isinstance(elem, ScalarType) or elem.name not in ("f16", "bf16"):
+    if not isinstance(elem, ScalarType) or elem.name not in _OPERAND_KINDS:
         raise lowering_error(f"internal error: wgmma of {elem} operands", op.loc)
+    kind, kstep = _OPERAND_KINDS[elem.name]
     b = ctx.b
     m, n = acc.map.shape
     K = a.shape[1]
     num_warps = lay.warps_per_cta[0]
     cover = 16 * num_warps  # rows per repetition: 64 per warpgroup
     opa, opb = Operand(a, 1, "A"), Operand(bv, 0, "B")
+    if kind == "tf32" and not (opa.k_major and opb.k_major):
+        raise lowering_error("internal error: a tf32 wgmma operand is not K-major in shared memory", op.loc)
     group_row = b.mul(ctx.warp_part(4, num_warps // 4), ir.Constant(I32, 64))  # the warpgroup's rows
     # the register order of m64nNk16's accumulator: per 8 columns c of the instruction's N, rows
     # r and r + 8 of the warp's 16, columns c + 2 * (lane % 4) + (0, 1) (the thread map's keys)
@@ -125,11 +138,11 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
         raise lowering_error(f"internal error: the wgmma accumulator lacks {missing[:4]}", op.loc)
     one = ir.Constant(I32, 1)
     ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "~{memory}", [], side_effect=True)
-    text = _wgmma_text(n, elem.name, opa.transposed, opb.transposed)
+    text = _wgmma_text(n, kind, kstep, opa.transposed, opb.transposed)
     half = n // 2
     cons = ",".join(["=f"] * half + ["l", "l", "r"] + [str(i) for i in range(half)])
     ret = ir.LiteralStructType([F32] * half)
-    for kk in range(0, K, 16):
+    for kk in range(0, K, kstep):
         db = opb.descriptor(ctx, 0, kk)
         for rep, ks in order.items():
             row: ir.Value = b.add(group_row, ir.Constant(I32, rep * cover)) if rep else group_row

@@ -3,9 +3,10 @@
 their tiles are staged in.
 
 mma.sync m16n8k16 (fp16/bf16) and m16n8k8 (tf32) both accumulate a 16x8 fp32 tile per warp and
-instruction; a warp repeats the instruction over its part of the tile. On sm_90, fp16/bf16 dots
-whose tile fits a warpgroup run on wgmma (Mma version 3): each group of 4 warps computes 64 rows by
-the whole N of the tile per instruction, reading both operands from shared memory. Its
+instruction; a warp repeats the instruction over its part of the tile. On sm_90, fp16/bf16 and
+tf32 dots whose tile fits a warpgroup run on wgmma (Mma version 3, instr_shape (64, N, K of one
+instruction)): each group of 4 warps computes 64 rows by the whole N of the tile per
+instruction, reading both operands from shared memory. Its
 accumulator holds, per warp, the same elements as mma.sync's with every warp along M (warps
 (num_warps, 1)), so one thread map serves both. The Shared layout makes the
 16-byte chunks of a row XOR-swizzled by the row's phase, so that 8 consecutive rows read at the
@@ -74,19 +75,18 @@ WGMMA_ARCHS = ("sm_90", "sm_90a")
 
 
 def uses_wgmma(op: DotOp, num_warps: int, arch: str) -> bool:
-    """A tensor-core dot that wgmma can run: sm_90, 16-bit operands, whole warpgroups each taking
-    64-row blocks of M, N a multiple of 16 up to 256 (one instruction covers it), K of 16s. The
-    operands' shared-memory rows are then at least 32 bytes (K or M/N contiguous), which the
-    hardware swizzles need."""
+    """A tensor-core dot that wgmma can run: sm_90, whole warpgroups each taking 64-row blocks of
+    M, N a multiple of 16 up to 256 (one instruction covers it), K of 16s (16-bit operands) or 8s
+    (tf32). The operands' shared-memory rows are then at least 32 bytes (K or M/N contiguous),
+    which the hardware swizzles need. tf32 operands must be K-major in shared memory (the
+    instruction has no transpose for them): the staging stores them so (k_major_operands)."""
     if arch not in WGMMA_ARCHS or not uses_mma(op):
         return False
     a, b = op.operands[0].type, op.operands[1].type
     assert isinstance(a, TileType) and isinstance(b, TileType)
-    if a.element.bits != 16:  # tf32 wgmma reads K-major operands only: mma.sync for now
-        return False
     (m, k), (_, n) = a.shape, b.shape
     return (num_warps % 4 == 0 and m % (16 * num_warps) == 0 and 16 <= n <= 256 and n % 16 == 0
-            and k % 16 == 0)
+            and k % instr_k(a.element) == 0)
 
 
 def is_wgmma_dot(op: object) -> bool:
@@ -104,7 +104,9 @@ def dot_result_layout(op: DotOp, num_warps: int, arch: str = "sm_80") -> Layout 
     c = op.operands[2].type
     assert isinstance(c, TileType)
     if uses_wgmma(op, num_warps, arch):
-        return Mma(3, (num_warps, 1), (64, c.shape[1], 16))
+        a = op.operands[0].type
+        assert isinstance(a, TileType)
+        return Mma(3, (num_warps, 1), (64, c.shape[1], instr_k(a.element)))
     return mma_layout(c.shape[0], c.shape[1], num_warps)
 
 

@@ -51,6 +51,7 @@ from tc_ir.types import PointerType, ScalarType, TileType, element_of
 
 from .axis_info import AxisAnalysis
 from .dot_layouts import dot_operand_layout, dot_result_layout
+from .k_major_operands import k_major_anchors
 from .layout_utils import blocked_for, default_order
 from .pass_manager import Pass
 from .transpose_layout import transpose_anchors
@@ -191,6 +192,9 @@ class _Solver:
                         target.append((v, lay))
                 for r in op.results:
                     target.append((r, lay))
+        # loads copied transposed into K-major tf32 wgmma operands: element copies over many banks
+        self.queue.extend(k_major_anchors(self.f, self.num_warps, self.arch,
+                                          lambda ptr: coalesced_layout(ptr, axes, self.num_warps)))
         # transpositions between loads and stores first: one layout pair makes `trans` free
         self.queue.extend(transpose_anchors(self.f, axes, self.num_warps))
         self.queue.extend(stores)

@@ -43,9 +43,12 @@ from tc_ir.ops import (
     Function,
     LoadOp,
     LocalAllocOp,
+    LocalLoadOp,
     LocalSubviewOp,
+    LocalTransOp,
     Module,
     Operation,
+    OpResult,
     SelectOp,
     SplatOp,
     Value,
@@ -69,8 +72,8 @@ def copy_bytes(load: LoadOp, shared: Shared, axes: AxisAnalysis) -> int:
         return 0
     eb = pe.pointee.bytes
     fast = t.layout.order[0]
-    if shared.order[0] != fast:
-        return 0
+    if shared.order[0] != fast:  # a transposing copy (tf32 wgmma operands): element by element
+        return eb if eb >= 4 else 0
     info = axes.info(ptr)
     vec = min(t.layout.size_per_thread[fast], info.contiguity[fast], max(1, info.divisibility[fast] // eb), 16 // eb)
     if shared.vec > 1:
@@ -221,7 +224,18 @@ def async_dot(loop: ForOp) -> DotOp | None:
         return None
     if len(users.get(acc, [])) != 1:  # the accumulator's registers are in flight meanwhile
         return None
+    if any(_stored_in(body, v) for v in dot.operands[:2]):  # the next iteration would overwrite it
+        return None
     return dot
+
+
+def _stored_in(body: Block, v: Value) -> bool:
+    """Whether the shared tile a dot operand reads (through local_load / local_trans views) is a
+    buffer that `body` itself stores into each iteration (a local_alloc of a register tile), not a
+    pipeline slot: an in-flight dot would still read it while the next iteration writes it."""
+    while isinstance(v, OpResult) and isinstance(v.op, (LocalLoadOp, LocalTransOp)):
+        v = v.op.operands[0]
+    return isinstance(v, OpResult) and isinstance(v.op, LocalAllocOp) and bool(v.op.operands) and v.op.parent is body
 
 
 def pipeline_loop(f: Function, loop: ForOp, stages: int, axes: AxisAnalysis, num_warps: int = 4) -> bool:

@@ -2,7 +2,8 @@
 `local_load(local_alloc(x))`, with a Shared layout that keeps x's memory order (so its stores are
 vectorized) and is swizzled for ldmatrix on the tensor-core path. A transposed operand
 (`trans(x)`, the spec's `^a`) is stored in x's order and read through a `local_trans` view: the
-reader (ldmatrix or ldmatrix.trans) follows the order, no data moves twice.
+reader (ldmatrix or ldmatrix.trans) follows the order, no data moves twice. The tf32 operands
+of wgmma are the exception: they are stored K-major whatever x's order (k_major_operands).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from tc_ir.ops import (
 )
 from tc_ir.types import TileType
 
-from .dot_layouts import register_order, shared_layout
+from .dot_layouts import is_wgmma_dot, register_order, shared_layout
+from .k_major_operands import k_major_order, needs_k_major
 from .ir_utils import uses
 from .pass_manager import Pass
 
@@ -53,6 +55,8 @@ def stage_operand(dot: DotOp, index: int) -> bool:
     if not isinstance(st, TileType) or st.layout is None:
         return False
     order = register_order(st)
+    if is_wgmma_dot(dot) and needs_k_major(st.element):  # tf32: K-major, copied transposed
+        order = k_major_order(index, perm)
     alloc = LocalAllocOp.create(
         [src], [TileType(st.shape, st.element, shared_layout(st.shape, order, st.element, swizzle))], loc=dot.loc
     )

@@ -1,0 +1,107 @@
+"""tf32 dots on Hopper's wgmma, checked on the PTX and the IR (no GPU): m64nNk8 tf32 instructions
+with both operands K-major in shared memory (tf32 has no transpose bits), an M- or N-contiguous
+operand copied there transposed by 4-byte cp.async, and no spills for the tf32 tiles the
+matmul op tunes over."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from tc_nvptx import compile
+from tc_nvptx.compiler import CompiledKernel
+from tc_nvptx.ptxas import find_ptxas
+from tc_opt import CompileOptions
+from tc_torch.library import source
+from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not on the PATH")
+
+#: the runtime's specialization of the op's arguments at 4096^3 (every one divisible by 16)
+SPEC = ("divisible_by_16",) * 12
+
+
+def build(ta: bool, tb: bool, mb: int = 128, nb: int = 128, kb: int = 32, warps: int = 8, stages: int = 4,
+          arch: str = "sm_90") -> CompiledKernel:
+    """The op's kernel in tf32, its loads pipelined with cp.async (TMA, which cannot transpose,
+    would take the loops whose operands are all K-contiguous)."""
+    defines = {"TYPE": "float", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], "MB": mb, "NB": nb, "KB": kb}
+    opts = CompileOptions(arch=arch, num_warps=warps, num_stages=stages, specialization=SPEC, fp32_dot="tf32",
+                          tma=False)
+    return compile(source("matmul"), defines=defines, options=opts, filename="matmul.tc")
+
+
+def copy_sizes(ptx: str) -> list[str]:
+    """The byte count of every cp.async, in program order."""
+    return re.findall(r"cp\.async\.\w+\.shared\.global \[%r\d+\], \[%rd\d+\], (\d+)", ptx)
+
+
+def buffers(ir: str) -> list[str]:
+    """The pipeline buffers of the IR (stages x rows x cols with their shared layout)."""
+    return re.findall(r"tc\.local_alloc : tile<(\d+x\d+x\d+xf32, #shared<[^>]*>)>", ir)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_tf32_runs_on_wgmma_with_k_major_operands(ta: bool, tb: bool) -> None:
+    k = build(ta, tb)
+    assert k.arch == "sm_90a"
+    # m64n128k8, no transpose operands (the instruction has none for tf32), fp32 bits read as
+    # tf32 by the hardware: no mma.sync, no cvt.rna
+    instrs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\S+) \{[^}]*\}, (%rd\d+), (%rd\d+), p, 1, 1;", k.ptx)
+    assert instrs and {i[0] for i in instrs} == {"m64n128k8.f32.tf32.tf32"}
+    assert len(instrs) == 32 // 8  # K = 32 in steps of 8, one warpgroup row block each (8 warps: 2 groups)
+    assert "mma.sync" not in k.ptx and "cvt.rna.tf32" not in k.ptx
+    # both buffers keep K contiguous: A [stages, M, K] order [2, 1, 0], B [stages, K, N] order [1, 2, 0]
+    # (each staged as its source tile: ^a is [K, M], ^b is [N, K])
+    a_buf, b_buf = buffers(k.asm["ir-gpu"])
+    a_order = "order=[1, 2, 0]" if ta else "order=[2, 1, 0]"
+    b_order = "order=[2, 1, 0]" if tb else "order=[1, 2, 0]"
+    assert a_buf.endswith(a_order + ">") and b_buf.endswith(b_order + ">")
+    assert "max_phase=8" in a_buf and "max_phase=8" in b_buf  # 128-byte rows of K, 128-byte swizzle
+
+
+@needs_ptxas
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_mn_contiguous_operands_are_copied_transposed(ta: bool, tb: bool) -> None:
+    # an operand contiguous along K in global memory is copied 16 bytes at a time; one contiguous
+    # along M or N element by element (4 bytes) into its K-major buffer, still asynchronously
+    k = build(ta, tb)  # 128x128x32 tiles, 8 warps, 4 stages: 3 prologue copies + the loop's
+    body = k.ptx[: k.ptx.index("wgmma.wait_group.sync.aligned 0")]
+    assert "ld.global" not in body and "st.shared" not in body
+    want = {"16": 0, "4": 0}
+    for k_contiguous in (not ta, tb):
+        size = "16" if k_contiguous else "4"
+        want[size] += 4 * (128 * 32 * 4 // int(size) // 256)  # 4 tiles of 128x32 fp32 / 256 threads
+    sizes = copy_sizes(k.ptx)
+    assert {n: sizes.count(n) for n in want} == want and len(sizes) == sum(want.values())
+
+
+@needs_ptxas
+@pytest.mark.parametrize("cfg", [(128, 256, 32, 8, 3), (128, 128, 32, 8, 4), (256, 128, 32, 8, 3),
+                                 (128, 256, 16, 8, 4)], ids=lambda c: "x".join(map(str, c)))
+def test_tf32_tiles_do_not_spill(cfg: tuple[int, int, int, int, int]) -> None:
+    mb, nb, kb, warps, stages = cfg
+    for ta, tb in ((False, False), (True, False), (False, True)):
+        k = build(ta, tb, mb, nb, kb, warps, stages)
+        assert f"m64n{nb}k8.f32.tf32.tf32" in k.ptx
+        assert k.spills == 0, f"{k.spills} bytes of spills with {k.registers} registers ({ta}, {tb})"
+
+
+@needs_ptxas
+def test_tf32_before_hopper_stays_on_mma_sync() -> None:
+    k = build(False, False, arch="sm_80", warps=4, stages=3)
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in k.ptx and "cvt.rna.tf32.f32" in k.ptx
+    assert "wgmma" not in k.ptx
+
+
+@needs_ptxas
+@pytest.mark.parametrize("kb,max_phase", [(8, 2), (16, 4), (64, 8)])
+def test_short_and_long_k_rows(kb: int, max_phase: int) -> None:
+    # K rows of 32 and 64 bytes take the 32- and 64-byte swizzles; 256-byte rows two 128-byte panels
+    k = build(False, False, 128, 64, kb, 4, 3)
+    assert "m64n64k8.f32.tf32.tf32" in k.ptx
+    a_buf, b_buf = buffers(k.asm["ir-gpu"])
+    assert f"max_phase={max_phase}," in a_buf and f"max_phase={max_phase}," in b_buf
+    descs = re.findall(r"wgmma\.mma_async[^;]*;", k.ptx)
+    assert len(descs) == (kb // 8) * 2  # K steps x the warpgroup's two 64-row blocks (4 warps, M 128)
