@@ -81,3 +81,32 @@ def test_only_tensor_map_parameters_are_marked() -> None:
     out = tensor_map_params(text)
     assert out.count('byval([128 x i8]) align 64 "nvvm.grid_constant"') == 2
     assert 'call void asm "x", "l"(ptr %"tc_tma_0")' in out
+
+
+TORCH_MATMUL = Path(__file__).resolve().parents[2] / "tc-torch" / "src" / "tc_torch" / "kernels" / "matmul.tc"
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True)])
+def test_batched_matmul_copies_with_three_coordinates(trans_a: bool, trans_b: bool) -> None:
+    """tc_torch's matmul (batch offset pz * stride_z, fused transpositions): 3-D copies whose last
+    coordinate is the batch index, chosen once before the loop (0 where the batch stride is 0);
+    ptxas accepts them."""
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    defines = {"TYPE": "half", "ACC": "float", "MB": 128, "NB": 256, "KB": 64,
+               **A_VARIANTS[trans_a], **B_VARIANTS[trans_b]}
+    k = compile(TORCH_MATMUL.read_text(), defines=defines,
+                options=CompileOptions(arch="sm_90", num_warps=8, num_stages=4, specialization=("16",) * 12))
+    filecheck(k.ptx, """
+CHECK: .param .u64 matmul_param_11,
+CHECK-NEXT: .param .align 64 .b8 matmul_param_12[128],
+CHECK-NEXT: .param .align 64 .b8 matmul_param_13[128]
+CHECK: %ctaid.y
+CHECK: selp.b32
+CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}];
+CHECK: wgmma.mma_async
+""")
+    assert "cp.async.bulk.tensor.2d" not in k.ptx and "cp.async.cg" not in k.ptx
+    assert [m["box"][2] for m in k.tensor_maps] == [1, 1] and [m["stride"][2] for m in k.tensor_maps] == [9, 10]
+    if find_ptxas() is not None:
+        assert k.cubin and k.spills == 0

@@ -143,15 +143,67 @@ def test_falls_back_to_cp_async(what: str, spec: tuple[str | None, ...], arch: s
     assert not _ops(m, O.TmaLoadOp), what
 
 
-def test_batch_offset_is_left_to_cp_async() -> None:
-    """tc_torch's matmul adds pz * stride_az to the base: a uniform offset does not split into
-    coordinates of a 2-D map (a 3-D map would take it: not done), so the loop keeps cp.async."""
-    d = {**TILE, "USE_A": "a", "USE_B": "b", "STRIDE_AK": 1, "STRIDE_AM": "lda", "BROADCAST_AK": "newaxis, :",
-         "BROADCAST_AM": ":, newaxis", "SHAPE_A": "MB, KB", "STRIDE_BK": "ldb", "STRIDE_BN": 1,
-         "BROADCAST_BK": ":, newaxis", "BROADCAST_BN": "newaxis, :", "SHAPE_B": "KB, NB", "ACC": "float"}
-    spec = ("16",) * 12
-    m = _gpu_ir(TORCH_MATMUL.read_text(), spec=spec, defines=d)
-    assert not _ops(m, O.TmaLoadOp) and _ops(m, O.AsyncCopyOp)
+#: tc_torch's operand variants (tc_torch.ops.matmul.A_VARIANTS / B_VARIANTS).
+A_VARIANTS = {
+    False: {"USE_A": "a", "STRIDE_AK": 1, "STRIDE_AM": "lda", "BROADCAST_AK": "newaxis, :",
+            "BROADCAST_AM": ":, newaxis", "SHAPE_A": "MB, KB"},
+    True: {"USE_A": "^a", "STRIDE_AK": "lda", "STRIDE_AM": 1, "BROADCAST_AK": ":, newaxis",
+           "BROADCAST_AM": "newaxis, :", "SHAPE_A": "KB, MB"},
+}
+B_VARIANTS = {
+    False: {"USE_B": "b", "STRIDE_BK": "ldb", "STRIDE_BN": 1, "BROADCAST_BK": ":, newaxis",
+            "BROADCAST_BN": "newaxis, :", "SHAPE_B": "KB, NB"},
+    True: {"USE_B": "^b", "STRIDE_BK": 1, "STRIDE_BN": "ldb", "BROADCAST_BK": "newaxis, :",
+           "BROADCAST_BN": ":, newaxis", "SHAPE_B": "NB, KB"},
+}
+
+
+def _torch_matmul(trans_a: bool = False, trans_b: bool = False, spec: tuple[str | None, ...] = ("16",) * 12,
+                  src: str | None = None) -> O.Module:
+    d = {**TILE, **A_VARIANTS[trans_a], **B_VARIANTS[trans_b], "ACC": "float"}
+    return _gpu_ir(src or TORCH_MATMUL.read_text(), spec=spec, defines=d)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True), (True, True)])
+def test_batch_offset_becomes_a_third_map_dimension(trans_a: bool, trans_b: bool) -> None:
+    """tc_torch's matmul adds pz * stride_az (program id 1 times a long argument) to the base:
+    the batch index becomes the map's third coordinate, its stride the batch stride. The
+    transposed variants (M- or N-contiguous tiles) qualify too: the box follows the contiguous
+    dimension."""
+    m = _torch_matmul(trans_a, trans_b)
+    assert not _ops(m, O.AsyncCopyOp)
+    a, b = _maps(m)[0], _maps(m)[1]
+    # A (arg 0): rows of lda (arg 6), batches of stride_az (arg 9), extents K/M (args 5, 3) per order
+    assert a.base == 0 and a.stride == (6, 1, 9, 1)
+    assert a.extents == ((3, 0, 5, 0) if trans_a else (5, 0, 3, 0)) + (-1, UNBOUNDED)
+    assert a.box == ((64, 64, 1) if trans_a else (64, 128, 1))
+    assert b.base == 1 and b.stride == (7, 1, 10, 1)
+    assert b.extents == ((5, 0, 4, 0) if trans_b else (4, 0, 5, 0)) + (-1, UNBOUNDED)
+    assert b.box == ((64, 256, 1) if trans_b else (64, 64, 1))
+    # every copy names the batch coordinate: the program id, or 0 where the batch stride is 0
+    for op in _ops(m, O.TmaLoadOp):
+        assert len(op.operands) == 4 + 3
+        z = op.operands[6]
+        assert isinstance(z, O.OpResult) and isinstance(z.op, O.SelectOp)
+        cond, pz, zero = z.op.operands
+        assert isinstance(pz, O.OpResult) and isinstance(pz.op, O.ProgramIdOp) and pz.op.axis == 1
+        assert isinstance(cond, O.OpResult) and isinstance(cond.op, O.CmpOp) and cond.op.predicate == "ne"
+        assert cond.op.operands[0] is m.functions[0].args[9 + int(op.descriptor)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("what,spec", [
+    ("batch stride not a multiple of 16 elements", ("16",) * 9 + (None, "16", "16")),
+    ("row stride not a multiple of 16 elements", ("16",) * 6 + (None, "16", "16", "16", "16", "16")),
+])
+def test_batched_loads_keep_cp_async(what: str, spec: tuple[str | None, ...]) -> None:
+    m = _torch_matmul(spec=spec)
+    assert not _ops(m, O.TmaLoadOp) and _ops(m, O.AsyncCopyOp), what
+
+
+def test_offset_not_a_product_by_an_argument_keeps_cp_async() -> None:
+    src = TORCH_MATMUL.read_text().replace("A + pz * stride_az + (", "A + (long)(pz * pz) * stride_az + pz + (")
+    m = _torch_matmul(src=src)
+    assert not _ops(m, O.TmaLoadOp)
 
 
 def test_mask_against_a_value_computed_in_the_loop_is_rejected() -> None:

@@ -127,3 +127,27 @@ def test_kernel_binary_keeps_the_maps(tmp_path: Any) -> None:
     plain = binary.KernelBinary(name="mm", arch="sm_90a", ptx="// ptx", cubin=None, signature=tuple(KINDS),
                                 arg_names=tuple(NAMES), num_warps=8)
     assert "tensor_maps" not in plain.metadata() and plain.tensor_maps == ()
+
+
+#: A's map in tc_torch's batched matmul: a third dimension of stride stride_az (arg 9), box 1.
+MAP_BATCHED = {"base": 0, "element": "f16", "extents": [5, 0, 3, 0, -1, 2**31 - 1], "stride": [6, 1, 9, 1],
+               "box": [64, 128, 1], "swizzle": 128}
+
+
+def test_batched_map_has_rank_three() -> None:
+    args = (*_args(), 300 * 256, 0, 300 * 520)
+    assert map_geometry(MAP_BATCHED, args) == (0x10000, (200, 300, 2**31 - 1), (512, 300 * 256 * 2))
+    cu = FakeCu()
+    TensorMapCache(cu).get(MAP_BATCHED, args)
+    _, rank, _, dims, strides, box, elem_strides, *_ = cu.calls[0]
+    assert (rank, dims, strides, box, elem_strides) == (3, [200, 300, 2**31 - 1], [512, 153600], [64, 128, 1],
+                                                        [1, 1, 1])
+
+
+def test_broadcast_batch_is_one_batch_of_a_positive_stride() -> None:
+    """Batch stride 0 (one matrix for every batch): the kernel reads batch coordinate 0; the map,
+    which needs positive strides, has one batch."""
+    base, extents, strides = map_geometry(MAP_BATCHED, (*_args(), 0, 0, 0))
+    assert extents == (200, 300, 1) and strides == (512, 16)
+    with pytest.raises(TcLaunchError, match="16-byte aligned"):  # a zero row stride is still refused
+        map_geometry(MAP_BATCHED, (*_args(lda=0), 0, 0, 0))

@@ -191,6 +191,24 @@ def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
     assert kw["defines"]["USE_A"] == "^a" and kw["defines"]["USE_B"] == "b"
 
 
+def test_matmul_tf32_kernels_tune_over_the_tf32_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, Any]] = []
+
+    def fake_kernel(*args: object, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return object()
+
+    monkeypatch.setattr(library, "_kernels", {})
+    monkeypatch.setattr(tc_runtime, "kernel", fake_kernel)
+    mm.kernel_for(torch.float32, False, False, torch.device("cuda", 0), precision="tf32")
+    (kw,) = calls
+    assert kw["autotune_configs"] == mm.TF32_CONFIGS and kw["fp32_dot"] == "tf32"
+    # every tile fits the shared memory of an sm_90 program (227 KiB) with its stages
+    for c in mm.TF32_CONFIGS:
+        mb, nb, kb = (int(c.defines[d]) for d in ("MB", "NB", "KB"))  # type: ignore[call-overload]
+        assert c.num_stages * (mb + nb) * kb * 4 <= 227 * 1024
+
+
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_matmul_kernel_copies_operands_asynchronously_without_spills(ta: bool, tb: bool) -> None:
     # the GPU code of the op's kernel, for its largest tensor-core tile: every operand load a
@@ -206,10 +224,41 @@ def test_matmul_kernel_copies_operands_asynchronously_without_spills(ta: bool, t
 
     defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], "MB": 128,
                "NB": 256, "KB": 64}
+    # (on sm_90 the loads are TMA copies by default, 3-D: the batch index is the third coordinate)
     ck = tc_nvptx.compile(source("matmul"), defines=defines, options=CompileOptions(
-        arch="sm_90", num_warps=8, num_stages=3, specialization=("divisible_by_16",) * 12))
+        arch="sm_90", num_warps=8, num_stages=3, specialization=("divisible_by_16",) * 12, tma=False))
     assert "ld.global" not in ck.ptx and "cp.async.cg.shared.global" in ck.ptx
     assert set(re.findall(r"cp\.async\.\w+\.shared\.global \[%r\d+\], \[%rd\d+\], (\d+)",
                           ck.ptx)) == {"16"}
+    tma = tc_nvptx.compile(source("matmul"), defines=defines, options=CompileOptions(
+        arch="sm_90", num_warps=8, num_stages=3, specialization=("divisible_by_16",) * 12))
+    assert "ld.global" not in tma.ptx and "cp.async.cg" not in tma.ptx
+    assert "cp.async.bulk.tensor.3d" in tma.ptx and len(tma.tensor_maps) == 2
     if shutil.which("ptxas"):
-        assert ck.spills == 0
+        assert ck.spills == 0 and tma.spills == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_tf32_on_the_gpu_matches_torch_tf32(ta: bool, tb: bool) -> None:
+    # precision="tf32" in each operand layout (on sm_90: wgmma with the operands K-major in shared
+    # memory), as close to the exact product as torch.matmul with allow_tf32
+    torch.manual_seed(0)
+    a = _operand(512, 384, ta, torch.float32).cuda()
+    b = _operand(384, 640, tb, torch.float32).cuda()
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        ref = torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    got = tc_torch.matmul(a, b, precision="tf32")
+    exact = a.double() @ b.double()
+    err = float((got.double() - exact).norm() / exact.norm())
+    ref_err = float((ref.double() - exact).norm() / exact.norm())
+    # tf32's error, not exact fp32; at most 4 times torch's: wgmma reads the fp32 bits of shared
+    # memory as tf32 (truncated, as Triton's tf32 dots are), cuBLAS rounds them (H100: 7.8e-4 and
+    # 2.9e-4 relative at 4096^3)
+    assert 1e-5 < err < 4 * ref_err
+    assert float((got - ref).abs().max()) < 1e-2 * float(ref.abs().max())

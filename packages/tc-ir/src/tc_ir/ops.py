@@ -716,7 +716,8 @@ class MBarrierInvalOp(Operation):
 @attrs.define(eq=False, kw_only=True)
 class TmaLoadOp(Operation):
     """operands: dst shared tile (2-D, swizzled), barriers, index i32, pred i1, then one i32
-    coordinate per dimension of dst (the element of the global tensor at dst[0, 0]). Where pred
+    coordinate per dimension of the map (the element of the global tensor at dst[0, 0]): dst's
+    dimensions, then the map's outer ones (a batch index; their box is 1, up to rank 5). Where pred
     holds, one thread starts a tensor-memory-access copy of the tile through the tensor map
     `descriptor` (a hidden kernel parameter), completing on barrier `index`; elements outside the
     map's extents read as zero.

@@ -497,12 +497,15 @@ def _mbarrier_inval(op: O.MBarrierInvalOp) -> None:
 def _tma_load(op: O.TmaLoadOp) -> None:
     dst = _shared(op.operands[0].type, "the destination") if op.operands else None
     assert dst is not None
-    _count(op, 4 + dst.rank, 0)
+    rank = len(op.box)  # the map's: the tile's dimensions, then outer ones of box 1
+    _check(dst.rank <= rank <= 5 and all(b == 1 for b in op.box[dst.rank:]),
+           f"tma_load of a rank-{dst.rank} tile needs a map of rank {dst.rank} to 5 with outer boxes of 1")
+    _count(op, 4 + rank, 0)
     _barriers(op.operands[1])
     _check(op.operands[2].type == I32 and op.operands[3].type == I1, "tma_load takes (dst, barriers, i32, i1, coords)")
     _check(all(v.type == I32 for v in op.operands[4:]), "tma_load coordinates must be i32")
-    _check(len(op.extents) == 2 * dst.rank and len(op.stride) == 2 * (dst.rank - 1) and len(op.box) == dst.rank,
-           f"tma_load of a rank-{dst.rank} tile needs {dst.rank} extents, {dst.rank - 1} strides and boxes")
+    _check(len(op.extents) == 2 * rank and len(op.stride) == 2 * (rank - 1),
+           f"tma_load of a rank-{rank} map needs {rank} extents and {rank - 1} strides")
     _check(op.swizzle in (32, 64, 128), f"swizzle must be 32, 64 or 128 bytes, not {op.swizzle!r}")
 
 

@@ -4,7 +4,8 @@ A tensor map is a 128-byte kernel parameter (`.param .align 64 .b8 name[128]`, a
 marked "nvvm.grid_constant" so that LLVM passes its param-space address instead of a local copy;
 lower_module appends one per `descriptor` after the user's parameters, emit.llvm_text marks them).
 One thread (thread 0) issues everything: the barrier's expected bytes, then per operand one
-`cp.async.bulk.tensor.2d` per swizzle panel of the tile (a box is at most one swizzle width wide;
+`cp.async.bulk.tensor.Nd` per swizzle panel of the tile (N = 2, or more with outer map dimensions
+such as a batch index) (a box is at most one swizzle width wide;
 panel p of the buffer is a dense [rows, width] block, see swizzle.py, and lies at the map's inner
 coordinate + p * width). All threads wait on the barrier's phase parity in a try_wait loop.
 """
@@ -93,16 +94,20 @@ def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
     pred = b.and_(ctx.thread0(), ctx.scalar(op.operands[3]))
     coords = [ctx.scalar(v) for v in op.operands[4:]]
     fast, slow = dst.layout.order[0], dst.layout.order[1]
+    outer = coords[2:]  # the map's outer dimensions (a batch index), box 1
+    rank = 2 + len(outer)
     width = int(op.box[0])
     desc = _tensor_map(ctx, int(op.descriptor), op)
-    text = ("@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-            "[$1], [$2, {$3, $4}], [$5];")
+    places = ", ".join(f"${3 + d}" for d in range(rank))
+    text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"[$1], [$2, {{{places}}}], [${3 + rank}];")
+    constraints = "b,r,l," + "r," * rank + "r,~{memory}"
     for p in range(dst.shape[fast] // width):
         at: list[ir.Value | int] = [0, 0]
         at[fast] = p * width
         smem = dst.address(ctx, at)
         inner = b.add(coords[fast], ir.Constant(I32, p * width)) if p else coords[fast]
-        ctx.asm(ir.VoidType(), text, "b,r,l,r,r,r,~{memory}", [pred, smem, desc, inner, coords[slow], bar],
+        ctx.asm(ir.VoidType(), text, constraints, [pred, smem, desc, inner, coords[slow], *outer, bar],
                 side_effect=True)
 
 

@@ -3,6 +3,8 @@ that complete on mbarriers (CompileOptions.tma, sm_90), instead of every thread'
 
 Same schedule as pipeline_loops (S = num_stages buffers, loads issued S - 1 iterations ahead, the
 wgmma dot kept in flight where that pays), different producer and consumer:
+- the coordinates of outer map dimensions (a batch index, tc_opt.tma) are computed once before
+  the loop and do not change;
 - each slot s has an mbarrier; one thread announces the slot's bytes (`mbarrier_expect`) and
   issues the copies of every operand (`tma_load`, coordinates computed from the iteration number:
   no pointer tiles, no per-thread addresses); the copies of iterations past the end are not issued;
@@ -58,13 +60,23 @@ def materialize(e: _Emitter, lin: Lin) -> Value:
     return e.binary("add", acc, e.const(I32, const)) if const else acc
 
 
+def outer_coordinate(e: _Emitter, f: Function, lin: Lin, stride_arg: int) -> Value:
+    """The coordinate of an outer map dimension (tc_opt.tma: base offset `x * s`): x, or 0 where
+    the stride s is 0 (an operand broadcast over the batch, whose map the runtime gives that
+    dimension extent 1)."""
+    x = materialize(e, lin)
+    s = f.args[stride_arg]
+    nonzero = e.cmp("ne", s, e.const(s.type, 0))
+    return e.select(nonzero, x, e.const(I32, 0))
+
+
 def _tile_bytes(t: TileType) -> int:
     assert isinstance(t.element, ScalarType)
     return t.numel * t.element.bytes
 
 
 def _issue(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, slot: Value, valid: Value,
-           coords: list[tuple[Value, Value]]) -> None:
+           coords: list[tuple[Value, ...]]) -> None:
     total = 0
     for p in plans:
         t = p.alloc.result.type
@@ -93,10 +105,11 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
     bars = pre.add(LocalAllocOp.create([], [TileType((stages,), I64, BARRIER_LAYOUT)], loc=loop.loc)).result
     pre.add(MBarrierInitOp.create([bars], [], {"count": 1}, loc=loop.loc))
     starts = [(materialize(pre, p.start[0]), materialize(pre, p.start[1])) for p in plans]
+    outers = [[outer_coordinate(pre, f, lin, arg) for lin, arg in p.outer] for p in plans]
 
-    def coords(e: _Emitter, n: Value | int) -> list[tuple[Value, Value]]:
+    def coords(e: _Emitter, n: Value | int) -> list[tuple[Value, ...]]:
         out = []
-        for p, xy in zip(plans, starts):
+        for p, xy, outer in zip(plans, starts, outers):
             pair = []
             for d in (0, 1):
                 a = p.advance[d]
@@ -106,7 +119,7 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
                     pair.append(e.binary("add", xy[d], e.const(I32, a * n)))
                 else:
                     pair.append(e.binary("add", xy[d], e.binary("mul", n, e.const(I32, a))))
-            out.append((pair[0], pair[1]))
+            out.append((pair[0], pair[1], *outer))
         return out
 
     # prologue: iterations 0 .. S-2
@@ -166,4 +179,4 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
         wait.operands = [acc]
 
 
-__all__ = ["materialize", "pipeline_loop_tma"]
+__all__ = ["materialize", "outer_coordinate", "pipeline_loop_tma"]

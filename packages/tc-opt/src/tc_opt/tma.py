@@ -10,6 +10,13 @@ a constant) for every iteration: the tensor map's extent, outside which TMA read
 dimension without a mask gets an extent no coordinate reaches (`UNBOUNDED`): the program says
 every address is valid, as with the load it replaces.
 
+A uniform offset of the base pointer by `x * s` (`x` an int32 value computed before the loop, such
+as a program id, `s` an integer argument: the batch offset `pz * stride_z` of a batched matmul)
+becomes an outer dimension of the map, of stride `s` and extent `UNBOUNDED`, at coordinate `x`
+(box 1): a 3-D (up to 5-D) map. Such a stride may be 0 (an operand broadcast over the batch): the
+copies then read coordinate 0 (`TmaPlan.outer`, pipeline_tma) and the runtime encodes the
+dimension with extent 1.
+
 Legality that depends on arguments is read from the specialization: the base pointer must be
 16-byte aligned and the stride in bytes a multiple of 16 (the runtime compiles another variant, on
 cp.async, for arguments that break this). The one thing taken on trust is that coordinates are not
@@ -31,6 +38,7 @@ from tc_ir.ops import (
     BinaryOp,
     BlockArgument,
     BroadcastOp,
+    CastOp,
     CmpOp,
     ConstantOp,
     ConvertLayoutOp,
@@ -51,6 +59,8 @@ from .shared_buffers import buffer_users
 
 #: The extent of a dimension no mask bounds: no int32 coordinate reaches it.
 UNBOUNDED = 2**31 - 1
+#: The most dimensions a tensor map has (cuTensorMapEncodeTiled).
+MAX_RANK = 5
 #: Element types a tensor map can copy (the wgmma operand types).
 ELEMENTS = ("f16", "bf16", "f32")
 
@@ -196,6 +206,8 @@ class TmaPlan:
     extent: tuple[tuple[int, int], tuple[int, int]]
     swizzle: int
     panel: int  # elements of one swizzle panel along the fast dimension (the box's inner extent)
+    #: outer map dimensions (innermost first): (coordinate, stride argument), box 1, unbounded
+    outer: tuple[tuple[Lin, int], ...] = ()
 
     @property
     def slow(self) -> int:
@@ -205,13 +217,42 @@ class TmaPlan:
         """The tc.tma_load attributes of this plan's tensor map (map order: fast dimension first)."""
         t = self.alloc.result.type
         assert isinstance(t, TileType)
-        ext = (*self.extent[self.fast], *self.extent[self.slow])
-        return {"descriptor": descriptor, "base": self.base_arg, "extents": ext, "stride": (self.stride_arg, 1),
-                "box": (self.panel, t.shape[self.slow]), "swizzle": self.swizzle}
+        ext = (*self.extent[self.fast], *self.extent[self.slow], *((-1, UNBOUNDED) * len(self.outer)))
+        stride = (self.stride_arg, 1, *(x for _, arg in self.outer for x in (arg, 1)))
+        box = (self.panel, t.shape[self.slow], *(1,) * len(self.outer))
+        return {"descriptor": descriptor, "base": self.base_arg, "extents": ext, "stride": stride,
+                "box": box, "swizzle": self.swizzle}
 
 
 def _arg_index(f: Function, v: Value) -> int | None:
     return f.args.index(v) if isinstance(v, BlockArgument) and v.block is f.body else None  # type: ignore[arg-type]
+
+
+def _stride_ok(f: Function, arg: int, element_bytes: int) -> bool:
+    """Whether the specialization makes argument `arg`, as a stride in elements, a multiple of 16
+    bytes."""
+    return arg < len(f.arg_attrs) and (int(f.arg_attrs[arg].get("multiple_of", 1)) * element_bytes) % 16 == 0
+
+
+def _int32_lin(v: Value) -> Lin | None:
+    """`v` (an integer scalar) as a linear form over int32 values, through a sign extension from
+    int32; None for a wider value (a TMA coordinate is an int32)."""
+    if isinstance(v, OpResult) and isinstance(v.op, CastOp) and v.op.kind == "sext":
+        v = v.op.operands[0]
+    t = v.type
+    return scalar_lin(v) if isinstance(t, ScalarType) and t.name == "i32" else None
+
+
+def batch_offset(f: Function, off: Value) -> tuple[Lin, int] | None:
+    """A scalar offset `x * s` (s an integer kernel argument) as (x's int32 form, s's index)."""
+    if not (isinstance(off, OpResult) and isinstance(off.op, BinaryOp) and off.op.kind == "mul"):
+        return None
+    for x, s in (off.op.operands, reversed(off.op.operands)):
+        arg = _arg_index(f, s)
+        lin = _int32_lin(x)
+        if arg is not None and lin is not None and isinstance(s.type, ScalarType) and s.type.is_int:
+            return lin, arg
+    return None
 
 
 def _swizzle(t: TileType) -> tuple[int, int] | None:
@@ -290,6 +331,13 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
     base = init.op.operands[0]
     if isinstance(base, OpResult) and isinstance(base.op, (SplatOp, BroadcastOp)):
         base = base.op.operands[0]
+    outer: list[tuple[Lin, int]] = []
+    while isinstance(base, OpResult) and isinstance(base.op, AddPtrOp):  # P + x * s: an outer dimension
+        found = batch_offset(f, base.op.operands[1])
+        if found is None:
+            return None
+        outer.insert(0, found)
+        base = base.op.operands[0]
     base_arg = _arg_index(f, base)
     if base_arg is None or not isinstance(base.type, PointerType):
         return None
@@ -306,7 +354,7 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
             return None
         d = s.index.dim
         if d is None or d in seen:
-            return None  # a uniform offset would not split into coordinates
+            return None  # a uniform offset inside the tile's offsets: not split into coordinates
         seen.add(d)
         if (d == fast) != (s.stride is None):
             return None  # the contiguous dimension has stride 1, the other an argument
@@ -317,7 +365,7 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
         return None
     stride_arg = _arg_index(f, stride)
     assert stride_arg is not None
-    if (int(f.arg_attrs[stride_arg].get("multiple_of", 1)) * eb) % 16 if stride_arg < len(f.arg_attrs) else True:
+    if not all(_stride_ok(f, a, eb) for a in (stride_arg, *(arg for _, arg in outer))) or len(outer) > MAX_RANK - 2:
         return None
     # the advance: a uniform step of whole columns (constant) or rows (constant * stride)
     step = index_tile(step_v.op.operands[1])
@@ -357,7 +405,7 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
                 return None
             extent[d] = ext_extent
     return TmaPlan(load, alloc, base_arg, stride_arg, fast, (start[0], start[1]), (advance[0], advance[1]),
-                   (extent[0], extent[1]), sw[0], sw[1])
+                   (extent[0], extent[1]), sw[0], sw[1], tuple(outer))
 
 
 def _extent_of(f: Function, lin: Lin, loop: ForOp) -> tuple[int, int] | None:
@@ -396,7 +444,8 @@ def _inside(op: object, loop: ForOp) -> bool:
 
 def starts_available(plan: TmaPlan, loop: ForOp) -> bool:
     """Whether the corner coordinates can be computed before the loop."""
-    return all(k is None or defined_before(k, loop) for lin in plan.start for k in lin)
+    lins = [*plan.start, *(lin for lin, _ in plan.outer)]
+    return all(k is None or defined_before(k, loop) for lin in lins for k in lin)
 
 
 def plans_for(f: Function, loop: ForOp, pairs: Mapping[LoadOp, LocalAllocOp] | list[tuple[LoadOp, LocalAllocOp]]

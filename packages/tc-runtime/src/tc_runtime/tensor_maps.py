@@ -7,7 +7,9 @@ prefetch). Each map describes a row-major matrix: its base pointer (an argument)
 dimension, contiguous first (an argument plus a constant, or a constant: the mask's bound; outside
 them TMA reads zeros, which is what the masked load read), the byte stride of its rows (an
 argument times a multiplier), the box one copy moves and the swizzle, which matches the one wgmma
-reads the shared buffer with.
+reads the shared buffer with. Maps of rank 3 to 5 have outer dimensions of box 1 (a batch index
+with its stride argument); an outer stride of 0 (an operand broadcast over the batch, read at
+coordinate 0) is encoded as extent 1, stride 16 bytes.
 
 Encoding is a driver call (cuTensorMapEncodeTiled): `TensorMapCache` keeps the bytes per (map,
 address, extents, stride), so repeated launches on the same tensors only look them up.
@@ -54,8 +56,13 @@ def map_geometry(spec: Mapping[str, Any], args: Sequence[object]) -> tuple[int, 
         extents.append(min(max(value, 1), MAX_EXTENT))  # (an empty matrix: no copy is issued)
     st = list(spec["stride"])
     strides = []
-    for arg, mult in zip(st[::2], st[1::2]):
-        strides.append(((int(args[arg]) if arg >= 0 else 1) * int(mult)) * eb)  # type: ignore[call-overload]
+    for d, (arg, mult) in enumerate(zip(st[::2], st[1::2]), start=1):
+        stride = ((int(args[arg]) if arg >= 0 else 1) * int(mult)) * eb  # type: ignore[call-overload]
+        if stride == 0 and d >= 2:
+            # an outer (batch) dimension of stride 0: the kernel reads coordinate 0 there
+            # (tc_opt.pipeline_tma.outer_coordinate); TMA wants a positive stride
+            stride, extents[d] = 16, 1
+        strides.append(stride)
     if base % 16 or any(s % 16 or s <= 0 or s >= 1 << 40 for s in strides):
         raise TcLaunchError(f"a TMA tensor map needs a 16-byte aligned base and row strides that are positive "
                             f"multiples of 16 bytes (base {base:#x}, strides {strides})")
