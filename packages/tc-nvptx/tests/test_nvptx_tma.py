@@ -47,6 +47,22 @@ CHECK: mbarrier.inval.shared::cta.b64
     assert "cp.async.cg" not in k.ptx and "cp.async.wait_group" not in k.ptx
 
 
+def test_loop_issues_copies_without_branches() -> None:
+    """In the loop, thread 0's expect and copies are predicated instructions (`@p`: thread 0 and
+    the iteration in range), not a branch around them: besides the phase wait's own retry loop the
+    body's only branch is the back edge."""
+    k = _compile()
+    lines = k.ptx.splitlines()
+    wait = next(i for i, ln in enumerate(lines) if "mbarrier.try_wait" in ln)
+    head = max(i for i in range(wait) if lines[i].startswith("$L__"))
+    end = next(i for i in range(wait, len(lines)) if lines[i].startswith("$L__"))
+    body = lines[head + 1:end]
+    branches = [ln for ln in body if re.search(r"\bbra(\.uni)?\b", ln) and "tc_wait_" not in ln]
+    assert len(branches) == 1 and lines[head].rstrip(":") in branches[0]
+    copies = [ln.strip() for ln in body if "cp.async.bulk.tensor" in ln or "expect_tx" in ln]
+    assert len(copies) == 1 + 5 and all(ln.startswith("@%p") for ln in copies)
+
+
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
 def test_ptxas_accepts_and_registers_drop() -> None:
     tma, plain = _compile(), _compile(tma=False)

@@ -117,6 +117,18 @@ CHECK-NEXT: tc.dot_wait
 """)
 
 
+def test_one_warpgroup_in_flight_dot_needs_no_cta_barrier() -> None:
+    """One warpgroup with the dot in flight (4 stages): its own dot_wait(1) proves that the slot
+    the next copies overwrite is no longer read, so the loop holds no CTA barrier; with two
+    warpgroups one follows the dot_wait (test_schedule_filecheck)."""
+    m = _gpu_ir((KERNELS / "matmul_tutorial.tc").read_text(), stages=4, warps=4,
+                defines={"TYPE": "half", "MB": 128, "NB": 128, "KB": 64})
+    loop = next(op for op in m.walk() if isinstance(op, O.ForOp))
+    names = [op.NAME for op in loop.body.ops]
+    assert "tc.barrier" not in names
+    assert names.index("tc.dot") < names.index("tc.dot_wait") < names.index("tc.mbarrier_expect")
+
+
 def test_synchronous_dot_keeps_a_barrier_before_the_copies() -> None:
     """One warpgroup and three stages: the copies go at the top, after the wait and a barrier
     that proves every warp is done with the slot they overwrite."""
