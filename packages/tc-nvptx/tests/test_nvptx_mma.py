@@ -48,7 +48,7 @@ def test_hopper_tutorial_epilogue_moves_fp16_through_shared_memory() -> None:
 
 
 #: The kernels whose pipelined operand loads qualify for TMA on sm_90 (tc_opt.tma).
-TMA_KERNELS = ("matmul_tutorial.tc", "matmul_autotuned.tc")
+TMA_KERNELS = ("matmul.tc", "matmul_tutorial.tc", "matmul_autotuned.tc")
 
 CASES = [(name, var) for name in ("matmul.tc", "matmul_prefetch.tc", "matmul_remat.tc", "matmul_tutorial.tc",
                                   "matmul_autotuned.tc", "matmul_fused_trans.tc") for var in DEFINES[name]]

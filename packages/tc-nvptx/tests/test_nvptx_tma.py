@@ -126,3 +126,25 @@ CHECK: wgmma.mma_async
     assert [m["box"][2] for m in k.tensor_maps] == [1, 1] and [m["stride"][2] for m in k.tensor_maps] == [9, 10]
     if find_ptxas() is not None:
         assert k.cubin and k.spills == 0
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+def test_spec_matmul_copies_with_tma() -> None:
+    """The spec's matmul.tc (`A + rk * 1 + rm * lda`, `for (k = K; k > 0; k -= TK)`, advances
+    `TK * 1`): its operand tiles arrive by TMA on mbarriers, no per-thread cp.async; ptxas accepts
+    it for sm_90a. A 64 x 32 f16 tile of A is one 64-byte swizzled box, B's 32 x 64 one 128-byte
+    one: two copies per stage, 2 prologue stages + the loop."""
+    k = compile((KERNELS / "matmul.tc").read_text(), defines={"TYPE": "half", "TM": 64, "TN": 64, "TK": 32},
+                options=CompileOptions(arch="sm_90", num_warps=4, num_stages=3, specialization=ALIGNED))
+    assert k.arch == "sm_90a" and len(k.tensor_maps) == 2
+    filecheck(k.ptx, """
+CHECK: .param .align 64 .b8 dot_param_9[128],
+CHECK-NEXT: .param .align 64 .b8 dot_param_10[128]
+CHECK: mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 8192;
+CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+CHECK: mbarrier.try_wait.parity.shared::cta.b64
+CHECK: wgmma.mma_async
+""")
+    assert len(re.findall(r"cp\.async\.bulk\.tensor", k.ptx)) == 2 * 3
+    assert "cp.async.cg" not in k.ptx and "cp.async.ca" not in k.ptx
+    assert k.cubin and k.spills == 0

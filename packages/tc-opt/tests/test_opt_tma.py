@@ -83,6 +83,70 @@ def test_masks_become_extents() -> None:
     assert maps[1].extents == (4, 0, 5, 0)
 
 
+#: The spec's matmul.tc pointers and forms of the same tiles a source may write instead: a chain
+#: of additions (the partial pointer tile broadcast in between), either term order, a `* 1`.
+POINTER_FORMS = {
+    "spec": ("A + rk[newaxis, :] * 1 + rm[:, newaxis] * lda", "B + rk[:, newaxis] * ldb + rn[newaxis, :] * 1"),
+    "rows first": ("A + rm[:, newaxis] * lda + rk[newaxis, :]", "B + rn[newaxis, :] + rk[:, newaxis] * ldb"),
+    "one sum": ("A + (rk[newaxis, :] * 1 + rm[:, newaxis] * lda)", "B + (rk[:, newaxis] * ldb + rn[newaxis, :])"),
+    "nested": ("(A + rm[:, newaxis] * lda) + (rk[newaxis, :] + 0)", "(B + rn[newaxis, :]) + ldb * rk[:, newaxis]"),
+}
+SPEC_TILE = {"TYPE": "half", "TM": 64, "TN": 64, "TK": 32}
+
+
+def _spec_matmul(pa: str, pb: str) -> str:
+    src = (KERNELS / "matmul.tc").read_text()
+    src = src.replace("A + rk[newaxis, :] * 1 + rm[:, newaxis] * lda", pa)
+    return src.replace("B + rk[:, newaxis] * ldb + rn[newaxis, :] * 1", pb)
+
+
+@pytest.mark.parametrize("form", list(POINTER_FORMS))
+def test_spec_matmul_loads_become_tma(form: str) -> None:
+    """The spec's matmul.tc (a decreasing loop counter, `lda __multipleof(8)` specialized to 16,
+    pointers `A + rk * 1 + rm * lda` built by two additions, advances `TK * 1` and `TK * ldb`):
+    both loads are TMA copies with the maps of the tutorial's row-major operands, starting at the
+    program's rows of A and columns of B, whichever way the source writes the pointers."""
+    m = _gpu_ir(_spec_matmul(*POINTER_FORMS[form]), defines=SPEC_TILE, stages=3, warps=4)
+    assert not _ops(m, O.AsyncCopyOp) and not _ops(m, O.AsyncWaitOp)
+    a, b = _maps(m)[0], _maps(m)[1]
+    # A: 64 x 32 (one 64-byte swizzle panel of 32 columns), rows of lda (arg 6)
+    assert (a.base, a.stride, a.box, a.swizzle) == (0, (6, 1), (32, 64), 64)
+    assert a.extents == (-1, UNBOUNDED, -1, UNBOUNDED)  # unmasked loads
+    # B: 32 x 64, rows of ldb (arg 7)
+    assert (b.base, b.stride, b.box, b.swizzle) == (1, (7, 1), (64, 32), 128)
+    # the prologue's first copies (iteration 0), coordinates (row, column): A at (pm * 64, 0), B at
+    # (0, pn * 64)
+    first_a, first_b = _ops(m, O.TmaLoadOp)[:2]
+    f = m.functions[0]
+    pids = {op.result: op.axis for op in f.walk() if isinstance(op, O.ProgramIdOp)}  # type: ignore[attr-defined]
+
+    def scaled_pid(v: O.Value) -> int | None:
+        lin = scalar_lin(v)
+        (k, c), = lin.items()
+        return pids[k] if c == 64 and k in pids else None
+
+    assert scaled_pid(first_a.operands[4]) == 0 and scalar_lin(first_a.operands[5]) == {}
+    assert scalar_lin(first_b.operands[4]) == {} and scaled_pid(first_b.operands[5]) == 1
+
+
+@pytest.mark.parametrize("what,pa", [
+    ("columns of stride 2", "A + rk[newaxis, :] * 2 + rm[:, newaxis] * lda"),
+    ("the rows' offset added twice", "A + rk[newaxis, :] + rm[:, newaxis] * lda + rm[:, newaxis] * lda"),
+    ("a uniform offset inside the chain", "A + rk[newaxis, :] + rm[:, newaxis] * lda + K"),
+])
+def test_spec_matmul_pointer_chains_that_are_not_tiles_keep_cp_async(what: str, pa: str) -> None:
+    m = _gpu_ir(_spec_matmul(pa, POINTER_FORMS["spec"][1]), defines=SPEC_TILE, stages=3, warps=4)
+    assert not _ops(m, O.TmaLoadOp) and _ops(m, O.AsyncCopyOp), what
+
+
+def test_masks_of_chained_pointers_become_extents() -> None:
+    src = MASKED.replace("A + (rk[newaxis, :] + rm[:, newaxis] * lda)", "A + rk[newaxis, :] + rm[:, newaxis] * lda")
+    src = src.replace("B + (rk[:, newaxis] * ldb + rn[newaxis, :])", "B + rn[newaxis, :] + rk[:, newaxis] * ldb")
+    assert src.count("(") == MASKED.count("(") - 2
+    maps = _maps(_gpu_ir(src))
+    assert maps[0].extents == (5, 0, 3, 0) and maps[1].extents == (4, 0, 5, 0)
+
+
 def test_tma_ignores_the_vector_width_of_the_masks() -> None:
     """K not a multiple of 16: cp.async could only copy 2 bytes at a time and leaves the loop
     alone; TMA copies whole boxes and zero-fills past K."""

@@ -23,6 +23,19 @@ cp.async, for arguments that break this). The one thing taken on trust is that c
 negative (tile starts computed from program ids): TMA reads zeros there, a plain load would read
 the memory before the matrix.
 
+The pointer tile may be written in any order and grouping (`P + (i * ld + j)`, the spec's
+`P + j * 1 + i * ld`, `(P + i * ld) + j`: a chain of additions, `pointer_terms`). The loop's
+counter plays no part (the frontend gives `for (k = K; k > 0; k -= TK)` as an increasing range
+already); a mask's bound that follows the counter is read in the normalized loop.
+
+Not a candidate (a different structure, not a pattern missed): loops that prefetch by hand, as the
+spec's matmul_prefetch.tc, matmul_remat.tc and matmul_fused_trans.tc do (`a = *pa` before the
+loop, `a = check ? *pa : 0` at the end of the body, the dot reading the loop-carried register
+tile `a`). The dot's shared buffer then holds a block argument, not a load of this iteration, so
+the pipeliner (tc_opt.pipeline_loops.candidates) finds no load to turn into copies, for TMA or
+cp.async alike. Taking them would need a transformation first that rotates the prefetch back into
+a load at the top of the body (proving that `check` is exactly "the next iteration runs").
+
 Expressions are matched as linear forms over SSA values (`Lin`): the coordinates of the tile's
 corner become IR again before the loop (`materialize`), the extents become (argument, offset).
 """
@@ -162,16 +175,19 @@ class Strided:
     stride: Value | None
 
 
+def _broadcast_index(i: Index, src: object) -> Index:
+    """`i`, an index of tile type `src`, after a broadcast: a dimension of size 1 there is uniform."""
+    if i.dim is not None and isinstance(src, TileType) and src.shape[i.dim] == 1:
+        return Index(None, i.base)  # a dimension of size 1: its index is always 0
+    return i
+
+
 def strided_term(v: Value) -> Strided | None:
     if isinstance(v, OpResult) and isinstance(v.op, BroadcastOp):
         s = strided_term(v.op.operands[0])
         if s is None:
             return None
-        src = v.op.operands[0].type
-        idx = s.index
-        if idx.dim is not None and isinstance(src, TileType) and src.shape[idx.dim] == 1:
-            idx = Index(None, idx.base)
-        return Strided(idx, s.stride)
+        return Strided(_broadcast_index(s.index, v.op.operands[0].type), s.stride)
     if isinstance(v, OpResult) and isinstance(v.op, BinaryOp) and v.op.kind == "mul":
         for x, y in (v.op.operands, reversed(v.op.operands)):
             by = index_tile(y)
@@ -187,6 +203,46 @@ def strided_term(v: Value) -> Strided | None:
         return None
     i = index_tile(v)
     return Strided(i, None) if i is not None else None
+
+
+def pointer_terms(v: Value) -> tuple[Value, list[Strided]] | None:
+    """A tile of pointers as (scalar base pointer, summands of its offsets), None when it is not
+    built from one scalar pointer by adding offset tiles.
+
+    Sees through the ways a source writes the same tile: one `addptr` of a sum
+    (`P + (i * ld + j)`) or a chain of them (`P + i * ld + j`, `(P + j) + i * ld`, where the
+    partial pointer tile is broadcast before the next addition), and splats, broadcasts and layout
+    conversions of pointer tiles. A summand added to a tile with a dimension of size 1 that is
+    broadcast afterwards has a uniform index along that dimension, as for an offset broadcast
+    before the addition."""
+    t = v.type
+    if not isinstance(t, TileType):
+        return (v, []) if isinstance(t, PointerType) else None
+    if not isinstance(v, OpResult):
+        return None
+    op = v.op
+    if isinstance(op, SplatOp):
+        return pointer_terms(op.operands[0])
+    if isinstance(op, ConvertLayoutOp):
+        return pointer_terms(op.operands[0])
+    if isinstance(op, BroadcastOp):
+        inner = pointer_terms(op.operands[0])
+        if inner is None:
+            return None
+        src = op.operands[0].type
+        return inner[0], [Strided(_broadcast_index(s.index, src), s.stride) for s in inner[1]]
+    if isinstance(op, AddPtrOp):
+        inner = pointer_terms(op.operands[0])
+        if inner is None or not isinstance(op.operands[1].type, TileType):
+            return None  # a scalar offset of a tile of pointers: splat first by the frontend
+        terms = list(inner[1])
+        for x in _terms(op.operands[1]):
+            s = strided_term(x)
+            if s is None:
+                return None
+            terms.append(s)
+        return inner[0], terms
+    return None
 
 
 @attrs.frozen
@@ -324,13 +380,12 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
         return None
     init = loop.operands[3 + ptr.index - 1]
     step_v = term.operands[ptr.index - 1]
-    if not (isinstance(init, OpResult) and isinstance(init.op, AddPtrOp)):
-        return None
     if not (isinstance(step_v, OpResult) and isinstance(step_v.op, AddPtrOp) and step_v.op.operands[0] is ptr):
         return None
-    base = init.op.operands[0]
-    if isinstance(base, OpResult) and isinstance(base.op, (SplatOp, BroadcastOp)):
-        base = base.op.operands[0]
+    split = pointer_terms(init)
+    if split is None:
+        return None
+    base, terms = split
     outer: list[tuple[Lin, int]] = []
     while isinstance(base, OpResult) and isinstance(base.op, AddPtrOp):  # P + x * s: an outer dimension
         found = batch_offset(f, base.op.operands[1])
@@ -344,14 +399,10 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
     eb = base.type.pointee.bytes if isinstance(base.type.pointee, ScalarType) else 0
     if int(f.arg_attrs[base_arg].get("aligned", 1)) % 16 if base_arg < len(f.arg_attrs) else True:
         return None
-    terms = _terms(init.op.operands[1])
     start: list[Lin] = [{}, {}]
     stride: Value | None = None
     seen: set[int] = set()
-    for x in terms:
-        s = strided_term(x)
-        if s is None:
-            return None
+    for s in terms:
         d = s.index.dim
         if d is None or d in seen:
             return None  # a uniform offset inside the tile's offsets: not split into coordinates
