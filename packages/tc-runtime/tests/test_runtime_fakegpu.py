@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import tc_runtime as tc
-from tc_runtime import autotune, driver
+from tc_runtime import autotune, driver, fastcall
 from tc_runtime.signature import DIV16
 
 ACC_SRC = """
@@ -752,3 +752,27 @@ def test_entry_follows_the_autotuning_key(fake: FakeCuda) -> None:
         k(buf.ctypes.data, n, grid=lambda opt: (tc.cdiv(n, opt.BLOCK),))
     assert len(k._fast) == 2 and len(k._records) == 2
     assert set(k._records) == {(DIV16, 64), (DIV16, 128)}
+
+
+def test_entry_records_keep_the_variants_owner_thread(fake: FakeCuda) -> None:
+    # a variant built in this thread and chosen again for another thread's new tuning key: that
+    # thread's launches must not pack into this thread's buffer unlocked (the record names the
+    # variant's owner, so they take the general path's locked spare packer)
+    import threading
+
+    k = tc.kernel(ACC_SRC, device="cuda:0", autotune_key=["N"],
+                  autotune_configs=[tc.config(defines={"BLOCK": 32}),
+                                    tc.config(defines={"BLOCK": 64})])
+    buf = fake.alloc(4 * 256)
+    k(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+
+    def other() -> None:
+        for _ in range(2):
+            k(buf.ctypes.data, 128, grid=lambda opt: (tc.cdiv(128, opt.BLOCK),))
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert len(k._records) == 2
+    owners = {rec[fastcall.RECORD_FIELDS.index("owner")] for rec in k._records.values()}
+    assert owners == {v.owner for v in k._fast.values()} == {threading.get_ident()}

@@ -29,7 +29,7 @@ from typing import Any
 from . import driver
 from .signature import DIV16, NONE, ONE, Signature
 
-#: Launch record fields, in order (a tuple: one unpack per launch).
+#: Launch record fields, in order (a tuple: the entry unpacks it into these names once per launch).
 RECORD_FIELDS = ("pack_into", "buffer", "launch", "handle", "block_x", "shared", "params", "owner",
                  "opt", "failed", "packer")
 
@@ -48,10 +48,9 @@ def entry_key(sig: Signature, key: tuple[Any, ...]) -> Any:
 
 
 def _entry_key_expression(sig: Signature, extra: list[int]) -> str:
-    parts = [f"({DIV16} if not a{i} & 15 else {ONE} if a{i} == 1 else {NONE})"
-             for i in sig._special if i not in set(sig.pointer_indices)]
-    parts.extend(f"a{i}" for i in extra)
-    return parts[0] if len(parts) == 1 else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    """`entry_key` as an expression of the arguments (the pointers' alignment is checked apart)."""
+    parts = sig.key_parts(extra, pointers=False)
+    return parts[0] if len(parts) == 1 else f"({', '.join(parts)})" if parts else "()"
 
 
 def launch_record(v: Any, ctypes_backend: bool) -> tuple[Any, ...] | None:
@@ -65,8 +64,9 @@ def launch_record(v: Any, ctypes_backend: bool) -> tuple[Any, ...] | None:
         launch, handle, params = raw, fn._chandle, v.packer.pointers
     else:
         launch, handle, params = fn._launch, fn.handle, v.packer.address
+    # (the thread that owns the variant's buffer: others launch through its locked spare packer)
     return (v.pack_into, v.buffer, launch, handle, fn.block_x, fn.shared_bytes, params,
-            threading.get_ident(), v.opt, fn._failed, v.packer)
+            v.owner, v.opt, fn._failed, v.packer)
 
 
 _TEMPLATE = '''
@@ -80,7 +80,7 @@ def entry(*args, grid=None, stream=None):
         r = None
     if r is None or grid is None or drv._several:
         return general(*args, grid=grid, stream=stream)
-    pack_into, buffer, launch, handle, block_x, shared, params, owner, opt, failed, packer = r
+    {fields} = r
     if type(grid) is not tuple:
         if not callable(grid):
             return general(*args, grid=grid, stream=stream)
@@ -158,7 +158,8 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
     checks = " or ".join(f"type(a{i}) is not int" for i in ptrs)
     pointer_check = (f"        if {checks} or ({' | '.join(f'a{i}' for i in ptrs)}) & 15:\n"
                      f"            raise TypeError('not plain aligned ints')" if ptrs else "")
-    source = _TEMPLATE.format(unpack=unpack, pointer_check=pointer_check, names=names,
+    source = _TEMPLATE.format(fields=", ".join(RECORD_FIELDS), unpack=unpack,
+                              pointer_check=pointer_check, names=names,
                               key=_entry_key_expression(sig, extra),
                               launch=_LAUNCH_CTYPES if ctypes_backend else _LAUNCH_CUDA_PYTHON)
     max_x, max_y, max_z = max_grid

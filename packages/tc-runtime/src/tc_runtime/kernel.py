@@ -83,8 +83,8 @@ def _pack_into_of(packer: ArgPacker) -> Callable[..., None]:
 class Variant:
     """One compiled and loaded GPU kernel: a configuration for one specialization pattern."""
 
-    __slots__ = ("binary", "function", "packer", "pack_into", "buffer", "opt", "lock", "config",
-                 "index", "spec", "run", "run_normalized")
+    __slots__ = ("binary", "function", "packer", "pack_into", "buffer", "opt", "lock", "owner",
+                 "config", "index", "spec", "run", "run_normalized")
 
     def __init__(self, binary: KernelBinary, function: driver.Function, packer: ArgPacker,
                  opt: Options, config: Config, index: int, spec: tuple[int, ...]) -> None:
@@ -98,6 +98,8 @@ class Variant:
         self.index = index
         self.spec = spec
         self.lock = threading.Lock()
+        #: the thread whose launches use `buffer` without the lock (the one building the variant)
+        self.owner = threading.get_ident()
         # The launch closures (driver.Function.launcher): run(args, gx, gy, gz, stream) packs
         # the caller's arguments and launches; run_normalized does the same for arguments the
         # signature has normalized already (the slow path's, the auto-tuner's), packed as they

@@ -196,21 +196,27 @@ class Signature:
         and whatever `key_function` raises."""
         return self._generate_key(extra, table)
 
-    def key_expression(self, extra: Sequence[int]) -> str:
-        """The key as a Python expression of the arguments `a0, a1, ...` (their specialization
-        codes, then the values at `extra`), for the generated look-up and launch functions."""
+    def key_parts(self, extra: Sequence[int], pointers: bool = True) -> list[str]:
+        """The key's entries as Python expressions of the arguments `a0, a1, ...`: the
+        specialization codes (of pointers too unless `pointers` is False), then the values at
+        `extra`; for the generated look-up and launch functions."""
         n = len(self.kinds)
-        pointers = set(self.pointer_indices)
+        pointer_set = set(self.pointer_indices)
         parts = []
         for i in self._special:
-            if i in pointers:
-                parts.append(f"(0 if a{i} & 15 else {DIV16})")
-            else:
+            if i not in pointer_set:
                 parts.append(f"({DIV16} if not a{i} & 15 else {ONE} if a{i} == 1 else {NONE})")
+            elif pointers:
+                parts.append(f"(0 if a{i} & 15 else {DIV16})")
         for i in extra:
             if not 0 <= i < n:
                 raise ValueError(f"key index {i} out of range for {self.describe()}")
             parts.append(f"a{i}")
+        return parts
+
+    def key_expression(self, extra: Sequence[int]) -> str:
+        """The key (`key_function`) as one tuple expression of the arguments."""
+        parts = self.key_parts(extra)
         return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
 
     def _generate_key(self, extra: Sequence[int],
