@@ -48,7 +48,8 @@ def test_hopper_tutorial_epilogue_moves_fp16_through_shared_memory() -> None:
 
 
 #: The kernels whose pipelined operand loads qualify for TMA on sm_90 (tc_opt.tma).
-TMA_KERNELS = ("matmul.tc", "matmul_tutorial.tc", "matmul_autotuned.tc")
+TMA_KERNELS = ("matmul.tc", "matmul_tutorial.tc", "matmul_autotuned.tc", "matmul_prefetch.tc",
+               "matmul_remat.tc", "matmul_fused_trans.tc")
 
 CASES = [(name, var) for name in ("matmul.tc", "matmul_prefetch.tc", "matmul_remat.tc", "matmul_tutorial.tc",
                                   "matmul_autotuned.tc", "matmul_fused_trans.tc") for var in DEFINES[name]]
@@ -104,6 +105,25 @@ def test_tutorial_loop_is_pipelined(ty: str) -> None:
     assert "cp.async.wait_group 0" in k.ptx  # drained after the loop
     ir = k.asm["ir-gpu"]
     assert ir.count("tc.async_copy") == 6  # 2 operands x (2 prologue stages + the loop)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name,var", [("matmul_prefetch.tc", "half"), ("matmul_remat.tc", "half"),
+                                      ("matmul_fused_trans.tc", "NN"), ("matmul_fused_trans.tc", "TT")])
+def test_hand_prefetched_loops_are_pipelined(name: str, var: str) -> None:
+    # the 2020 kernels carry the next operand tiles in registers (`a = check ? *pa : 0`);
+    # tc_opt.reroll_prefetch turns that back into loads of the body, which cp.async pipelines
+    k = build(name, dict(DEFINES[name][var]), stages=3)
+    # the main loop: its label to the (here conditional) branch back to it
+    m = re.search(r"(\$L__BB\d+_\d+):(?:(?!\$L__BB\d+_\d+:).)*?mma\.sync.*?bra(?:\.uni)?\s+\1;", k.ptx, re.S)
+    assert m is not None
+    body = m.group(0)
+    assert "cp.async.cg.shared.global" in body and "cp.async.wait_group 1" in body
+    assert "ld.global" not in body
+    ir = k.asm["ir-gpu"]
+    assert ir.count("tc.async_copy") == 6 and "tc.if" not in ir
+    hopper = build(name, dict(DEFINES[name][var]), arch="sm_90")  # and TMA on sm_90
+    assert "cp.async.bulk.tensor.2d" in hopper.ptx and "cp.async.cg" not in hopper.ptx
 
 
 @needs_ptxas

@@ -13,6 +13,7 @@ from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
 from .pass_manager import Pass, PassManager, PassVerificationError, format_timings, module_text
 from .rematerialize import Rematerialize
+from .reroll_prefetch import RerollPrefetch, reroll_prefetches
 from .resources import CheckResources, ResourceLimitError, max_shared_bytes
 from .pipeline import gpu_pipeline
 from .precise_math import PreciseMath
@@ -39,6 +40,7 @@ __all__ = [
     "PassVerificationError",
     "PreciseMath",
     "Rematerialize",
+    "RerollPrefetch",
     "RemoveTrivialConverts",
     "ResourceLimitError",
     "SpecializeArguments",
@@ -50,4 +52,5 @@ __all__ = [
     "gpu_pipeline",
     "max_shared_bytes",
     "module_text",
+    "reroll_prefetches",
 ]

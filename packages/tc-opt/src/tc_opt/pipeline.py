@@ -15,6 +15,7 @@ from .pipeline_loops import PipelineLoops
 from .precise_math import PreciseMath
 from .narrow_converts import NarrowBeforeConvert
 from .rematerialize import Rematerialize
+from .reroll_prefetch import RerollPrefetch
 from .resources import CheckResources
 from .shared_alloc import AllocateShared
 from .specialize import SpecializeArguments
@@ -27,6 +28,8 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         SpecializeArguments(o),
         PreciseMath(o),
         Canonicalize(o),
+        # hand-written prefetches back to loads of the body, which the loop pipeliners look for
+        RerollPrefetch(o),
         CombineDotAdd(o),
         LoopInvariantCodeMotion(o),
         CommonSubexpressionElimination(o),
