@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from tc_ir.layouts import Shared
 from tc_ir.ops import (
     BarrierOp,
-    BlockArgument,
-    DotWaitOp,
     ForOp,
     Function,
     LocalAllocOp,
@@ -38,7 +36,7 @@ from tc_ir.ops import (
 from tc_ir.types import I32, ScalarType, TileType
 
 from .ir_utils import replace_uses
-from .pipeline_loops import _buffer_type, _Emitter, async_dot
+from .pipeline_loops import _buffer_type, _Emitter, dot_in_flight, replace_loop
 from .tma import Lin, TmaPlan
 
 I64 = ScalarType("i64")
@@ -139,17 +137,9 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
         replace_uses(body, p.alloc.result, view)
         body.remove(p.alloc)
         body.remove(p.load)
-    dot = async_dot(loop) if stages >= 4 or num_warps > 4 else None
-    issue = top
+    dot, issue = dot_in_flight(loop, top, stages, num_warps)
     if dot is None:
         top.add(BarrierOp.create([], []))  # every warp is done with slot (i - 1) % S
-    else:
-        dot.asynchronous = True
-        issue = _Emitter(body, body.ops.index(dot) + 1)
-        done = issue.add(DotWaitOp.create([dot.result], [dot.result.type], {"pending": 1}, loc=dot.loc)).result
-        term.operands = [done if v is dot.result else v for v in term.operands]
-        if num_warps > 4:
-            issue.add(BarrierOp.create([], []))
     iv_ahead = issue.binary("add", args[0], issue.binary("mul", step, issue.const(ivt, dist)))
     valid = issue.cmp("slt", iv_ahead, ub)
     _issue(issue, plans, bufs, bars, write, valid, coords(issue, ahead))
@@ -160,23 +150,7 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
     next_ahead = tail.binary("add", ahead, tail.const(I32, 1))
     term.operands = [*term.operands, next_read, tail.next_slot(write, stages), next_phase, next_ahead]
     inits = [*loop.operands, pre.const(I32, 0), pre.const(I32, dist % stages), pre.const(I32, 0), pre.const(I32, dist)]
-    body.parent = None
-    new = ForOp.create(inits, [a.type for a in body.args[1:]], loop.attributes(), [body], loop.loc)
-    pre.add(new)
-    for old_r, new_r in zip(loop.results, new.results):
-        new_r.name_hint = old_r.name_hint
-        replace_uses(f.body, old_r, new_r)
-    parent.remove(loop)
-    after = parent.ops.index(new) + 1
-    parent.insert(after, MBarrierInvalOp.create([bars], [], loc=loop.loc))
-    if dot is not None:
-        carried_acc = dot.operands[2]
-        assert isinstance(carried_acc, BlockArgument)
-        acc = new.results[carried_acc.index - 1]
-        wait = DotWaitOp.create([acc], [acc.type], {"pending": 0}, loc=dot.loc)
-        parent.insert(after + 1, wait)
-        replace_uses(f.body, acc, wait.result)
-        wait.operands = [acc]
+    replace_loop(f, loop, pre, inits, MBarrierInvalOp.create([bars], [], loc=loop.loc), dot)
 
 
 __all__ = ["materialize", "outer_coordinate", "pipeline_loop_tma"]
