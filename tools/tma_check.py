@@ -11,35 +11,25 @@ masked 2-D variant (the masks along M and K become the maps' extents), at odd si
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = (ROOT / "packages" / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
-MASKED = """
-__global__ void mm(TYPE* A, TYPE* B, TYPE* C, int M, int N, int K, int lda, int ldb, int ldc) {
-    int pid = get_program_id(0);
-    int grid_n = (N + NB - 1) / NB;
-    int pid_m = pid / grid_n;
-    int pid_n = pid % grid_n;
-    int rm[MB] = pid_m * MB + (0 ... MB);
-    int rn[NB] = pid_n * NB + (0 ... NB);
-    int rk[KB] = 0 ... KB;
-    TYPE* pa[MB, KB] = A + (rk[newaxis, :] + rm[:, newaxis] * lda);
-    TYPE* pb[KB, NB] = B + (rk[:, newaxis] * ldb + rn[newaxis, :]);
-    float acc[MB, NB] = 0;
-    for (int k = K; k > 0; k -= KB) {
-        TYPE a[MB, KB] = rk[newaxis, :] < k && rm[:, newaxis] < M ? *pa : 0;
-        TYPE b[KB, NB] = rk[:, newaxis] < k && rn[newaxis, :] < N ? *pb : 0;
-        acc += a @ b;
-        pa += KB;
-        pb += KB * ldb;
-    }
-    TYPE* pc[MB, NB] = C + (rm[:, newaxis] * ldc + rn[newaxis, :]);
-    *?(rm[:, newaxis] < M && rn[newaxis, :] < N) pc = acc;
-}
-"""
+
+
+def _masked_source() -> str:
+    """The masked 2-D matmul of packages/tc-opt/tests/test_opt_tma.py (its `MASKED`), the kernel
+    whose TMA plans those tests check; loaded from there so that both run the same source."""
+    path = ROOT / "packages" / "tc-opt" / "tests" / "test_opt_tma.py"
+    spec = importlib.util.spec_from_file_location("_tc_test_opt_tma", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return str(mod.MASKED)
+
 
 
 def build(src: str, cfg: tuple[int, int, int, int, int], tma: bool, spec: list[str | None]) -> Any:
@@ -86,7 +76,7 @@ def main() -> None:
     # correctness: unmasked tutorial at multiples of the tile, masked kernel at odd sizes
     failures = 0
     for name, src, shapes in (("tutorial", TUTORIAL, [(512, 768, 1024), (1024, 1024, 256)]),
-                              ("masked", MASKED, [(300, 520, 200), (1000, 1000, 1000), (64, 48, 8)])):
+                              ("masked", _masked_source(), [(300, 520, 200), (1000, 1000, 1000), (64, 48, 8)])):
         for cfg in configs[:2]:
             ck = build(src, cfg, True, spec)
             print(f"{name} {cfg}: {len(ck.tensor_maps)} tensor maps, {ck.registers} registers, "

@@ -133,9 +133,7 @@ def index_tile(v: Value) -> Index | None:
         return Index(0, {None: op.start} if op.start else {})
     if isinstance(op, ConstantOp) and isinstance(op.value, int) and not isinstance(op.value, bool):
         return Index(None, {None: op.value} if op.value else {})
-    if isinstance(op, SplatOp):
-        return index_tile(op.operands[0])
-    if isinstance(op, ConvertLayoutOp):
+    if isinstance(op, (SplatOp, ConvertLayoutOp)):
         return index_tile(op.operands[0])
     if isinstance(op, ExpandDimsOp):
         x = index_tile(op.operands[0])
@@ -221,9 +219,7 @@ def pointer_terms(v: Value) -> tuple[Value, list[Strided]] | None:
     if not isinstance(v, OpResult):
         return None
     op = v.op
-    if isinstance(op, SplatOp):
-        return pointer_terms(op.operands[0])
-    if isinstance(op, ConvertLayoutOp):
+    if isinstance(op, (SplatOp, ConvertLayoutOp)):
         return pointer_terms(op.operands[0])
     if isinstance(op, BroadcastOp):
         inner = pointer_terms(op.operands[0])
