@@ -96,6 +96,13 @@ def every_op_module() -> O.Module:
     e(O.TmaLoadOp, [slot, bars, one0, yes, one0, n], [], descriptor=1, base=0, extents=(1, 0, -1, 64),
       stride=(1, 2), box=(16, 16), swizzle=64)
     e(O.MBarrierWaitOp, [bars, one0, one0], [])
+    e(O.MBarrierArriveOp, [bars, one0, yes], [])
+    # warp specialization: a producer region and a consumer region
+    pb, cb = O.Block(), O.Block()
+    Emit(pb)(O.MBarrierWaitOp, [bars, one0, one0], [])
+    Emit(pb)(O.YieldOp, [], [])
+    Emit(cb)(O.YieldOp, [], [])
+    e(O.WarpSpecializeOp, [], [], regions=[pb, cb], producer_warps=4)
     e(O.MBarrierInvalOp, [bars], [])
     one = e(O.ConstantOp, [], [I32], value=1)
     e(O.AtomicRMWOp, [cnt, one], [I32], kind="add")

@@ -704,6 +704,17 @@ class MBarrierWaitOp(Operation):
 
 @register
 @attrs.define(eq=False, kw_only=True)
+class MBarrierArriveOp(Operation):
+    """operands: barriers, index i32, pred i1. Where pred holds, one thread of each warp arrives
+    on barrier `index` (a consumer warp telling the producer that it is done with a slot: the
+    barrier's count is the number of warps that arrive)."""
+
+    NAME = "tc.mbarrier_arrive"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
 class MBarrierInvalOp(Operation):
     """operands: barriers. After a CTA barrier, one thread invalidates the S barriers so that
     their shared memory may hold other data."""
@@ -737,3 +748,25 @@ class TmaLoadOp(Operation):
     stride: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     box: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     swizzle: int = 128
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class WarpSpecializeOp(Operation):
+    """Warp specialization (tc_opt.warp_specialize). regions: [producer, consumer], each ending in
+    an empty YieldOp. The kernel runs with `producer_warps` warps more than its layouts use: those
+    extra warps run the producer region (one of their threads issues the copies), the program's
+    own warps run the consumer region; both then return. Barriers in the consumer region
+    synchronise the consumer warps only."""
+
+    NAME = "tc.warp_specialize"
+    HAS_SIDE_EFFECTS = True
+    producer_warps: int = 1
+
+    @property
+    def producer(self) -> Block:
+        return self.regions[0]
+
+    @property
+    def consumer(self) -> Block:
+        return self.regions[1]

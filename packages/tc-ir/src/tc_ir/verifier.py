@@ -487,6 +487,24 @@ def _mbarrier_wait(op: O.MBarrierWaitOp) -> None:
     _check(op.operands[1].type == I32 and op.operands[2].type == I32, "mbarrier_wait takes (barriers, i32, i32)")
 
 
+@_rule(O.MBarrierArriveOp)
+def _mbarrier_arrive(op: O.MBarrierArriveOp) -> None:
+    _count(op, 3, 0)
+    _barriers(op.operands[0])
+    _check(op.operands[1].type == I32 and op.operands[2].type == I1, "mbarrier_arrive takes (barriers, i32, i1)")
+
+
+@_rule(O.WarpSpecializeOp)
+def _warp_specialize(op: O.WarpSpecializeOp) -> None:
+    _count(op, 0, 0)
+    _check(len(op.regions) == 2, "warp_specialize needs producer and consumer regions")
+    _check(isinstance(op.producer_warps, int) and op.producer_warps >= 1,
+           f"producer_warps must be >= 1, not {op.producer_warps!r}")
+    for name, block in (("producer", op.producer), ("consumer", op.consumer)):
+        _check(not block.args, f"the {name} region takes no arguments")
+        _check(not _yield_types(block, O.YieldOp), f"the {name} region yields nothing")
+
+
 @_rule(O.MBarrierInvalOp)
 def _mbarrier_inval(op: O.MBarrierInvalOp) -> None:
     _count(op, 1, 0)
@@ -578,6 +596,8 @@ _ALLOWED_TERMINATOR = {
     (O.IfOp, 1): O.YieldOp,
     (O.WhileOp, 0): O.ConditionOp,
     (O.WhileOp, 1): O.YieldOp,
+    (O.WarpSpecializeOp, 0): O.YieldOp,
+    (O.WarpSpecializeOp, 1): O.YieldOp,
 }
 
 

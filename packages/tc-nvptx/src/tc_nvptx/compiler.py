@@ -166,7 +166,9 @@ def compile_module(
         asm["after"] = pm.snapshots[stop_after]
     start = time.perf_counter()
     llmod = lower_to_llvm(module, options)
-    asm["llvm"] = llvm_text(llmod, options.num_warps)
+    # the launch's warps: the program's, and a warp-specialized kernel's producer warps
+    warps = options.num_warps + int(module.attributes.get("producer_warps", 0))
+    asm["llvm"] = llvm_text(llmod, warps)
     timings["lower to LLVM IR"] = time.perf_counter() - start
     check_shared(int(module.attributes.get("shared_bytes", 0)), options, f.loc)
     arch = target_arch(module, options.arch)
@@ -181,7 +183,7 @@ def compile_module(
         cubin=None,
         signature=signature,
         arg_names=arg_names,
-        num_warps=options.num_warps,
+        num_warps=warps,
         num_stages=options.num_stages,
         shared_bytes=int(module.attributes.get("shared_bytes", 0)),
         asm=asm,
@@ -192,7 +194,7 @@ def compile_module(
         start = time.perf_counter()
         cubin, info = assemble(ptx, arch)
         if not _has_dots(module):  # (their register tiles are sized by their configurations)
-            better = raise_occupancy(ptx, info, options.num_warps, kernel.shared_bytes, arch)
+            better = raise_occupancy(ptx, info, warps, kernel.shared_bytes, arch)
             if better is not None:
                 ptx, cubin, info = better
                 kernel.ptx = asm["ptx"] = ptx
@@ -200,7 +202,7 @@ def compile_module(
         kernel.cubin = cubin
         kernel.registers = info.registers
         kernel.spills = info.spills
-        check_registers(info.registers, options.num_warps, options.arch, f.loc)
+        check_registers(info.registers, warps, options.arch, f.loc)
     return kernel
 
 

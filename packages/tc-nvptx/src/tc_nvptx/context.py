@@ -78,6 +78,12 @@ class Ctx:
         self._bases: dict[object, ir.Value] = {}
         self.smem_base: ir.Value = smem
         self._maps: dict[tuple[tuple[int, ...], object], ThreadMap] = {}
+        #: The thread that does what "one thread" does (thread0): a producer warp's first thread
+        #: inside a warp-specialized producer region.
+        self.leader = 0
+        #: Threads that `barrier` synchronises: None for all of the CTA, or the consumer warps'
+        #: count inside a warp-specialized consumer region (named barrier 1).
+        self.barrier_threads: int | None = None
 
     def finish(self) -> None:
         self.eb.branch(self.body_block)
@@ -106,7 +112,11 @@ class Ctx:
         # The intrinsic, not inline asm: LLVM knows it is convergent, so it never duplicates it
         # into the two sides of a branch that only some threads take (bar.sync is .aligned:
         # reached from different instructions by one warp's threads, it hangs the block).
-        self.call("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
+        if self.barrier_threads is None:
+            self.call("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
+        else:
+            self.call("llvm.nvvm.barrier.cta.sync.aligned.count", ir.VoidType(),
+                      [ir.Constant(I32, 1), ir.Constant(I32, self.barrier_threads)])
 
     def map_of(self, t: TileType) -> ThreadMap:
         if t.layout is None:
@@ -208,9 +218,9 @@ class Ctx:
         return cond
 
     def thread0(self) -> ir.Value:
-        key = ("thread0",)
+        key = ("thread0", self.leader)
         if key not in self._bases:
-            self._bases[key] = self.eb.icmp_unsigned("==", self.tid, ir.Constant(I32, 0))
+            self._bases[key] = self.eb.icmp_unsigned("==", self.tid, ir.Constant(I32, self.leader))
         return self._bases[key]
 
     def smem_ptr(self, op: Operation) -> ir.Value:

@@ -63,5 +63,6 @@ def lower_to_llvm(module: Module, options: CompileOptions | None = None) -> ir.M
     for f in module.functions:
         shared = max(shared, _kernel(lm, f, options, smem))
     module.attributes["shared_bytes"] = shared
-    lm.tc_num_warps = options.num_warps  # read by emit_ptx for .maxntid
+    # read by emit_ptx for .maxntid: the program's warps and a warp-specialized kernel's producers
+    lm.tc_num_warps = options.num_warps + int(module.attributes.get("producer_warps", 0))
     return lm

@@ -13,7 +13,16 @@ coordinate + p * width). All threads wait on the barrier's phase parity in a try
 from __future__ import annotations
 
 import llvmlite.ir as ir
-from tc_ir.ops import Function, MBarrierExpectOp, MBarrierInitOp, MBarrierInvalOp, MBarrierWaitOp, TmaLoadOp
+from tc_ir.ops import (
+    Function,
+    MBarrierArriveOp,
+    MBarrierExpectOp,
+    MBarrierInitOp,
+    MBarrierInvalOp,
+    MBarrierWaitOp,
+    TmaLoadOp,
+    WarpSpecializeOp,
+)
 
 from .context import Ctx, lowering_error
 from .llvm_types import I32
@@ -71,6 +80,40 @@ def lower_mbarrier_wait(ctx: Ctx, op: MBarrierWaitOp) -> None:
             "@!done bra.uni tc_wait_${:uid}; }")
     ctx.asm(ir.VoidType(), text, "r,r,~{memory}",
             [_barrier(ctx, bars, ctx.scalar(op.operands[1])), ctx.scalar(op.operands[2])], side_effect=True)
+
+
+@lowers("tc.mbarrier_arrive")
+def lower_mbarrier_arrive(ctx: Ctx, op: MBarrierArriveOp) -> None:
+    bars = view_of(ctx, op.operands[0])
+    lane0 = ctx.b.icmp_unsigned("==", ctx.lane, ir.Constant(I32, 0))
+    pred = ctx.b.and_(lane0, ctx.scalar(op.operands[2]))
+    ctx.asm(ir.VoidType(), "@$0 mbarrier.arrive.shared::cta.b64 _, [$1];", "b,r,~{memory}",
+            [pred, _barrier(ctx, bars, ctx.scalar(op.operands[1]))], side_effect=True)
+
+
+@lowers("tc.warp_specialize")
+def lower_warp_specialize(ctx: Ctx, op: WarpSpecializeOp) -> None:
+    """Warps num_warps.. run the producer region (its "one thread" is their first), the others the
+    consumer region (its barriers are named barrier 1 over the consumer threads only: the
+    producer warp never reaches them); both continue after the op."""
+    b = ctx.b
+    consumers = 32 * ctx.num_warps
+    is_producer = b.icmp_unsigned(">=", ctx.tid, ir.Constant(I32, consumers))
+    producer_bb = b.append_basic_block("producer")
+    consumer_bb = b.append_basic_block("consumer")
+    join = b.append_basic_block("specialized_join")
+    b.cbranch(is_producer, producer_bb, consumer_bb)
+    for region, bb, leader, threads in ((op.producer, producer_bb, consumers, None),
+                                        (op.consumer, consumer_bb, 0, consumers)):
+        b.position_at_end(bb)
+        saved = ctx.leader, ctx.barrier_threads
+        ctx.leader, ctx.barrier_threads = leader, threads
+        try:
+            ctx.lower_block(region)
+        finally:
+            ctx.leader, ctx.barrier_threads = saved
+        b.branch(join)
+    b.position_at_end(join)
 
 
 @lowers("tc.mbarrier_inval")

@@ -204,9 +204,10 @@ def _buffer_type(t: TileType, stages: int) -> TileType:
     return TileType((stages, *t.shape), t.element, Shared(lay.vec, lay.per_phase, lay.max_phase, order))
 
 
-def async_dot(loop: ForOp) -> DotOp | None:
+def async_dot(loop: ForOp, slots: Sequence[LocalAllocOp] = ()) -> DotOp | None:
     """The body's one wgmma dot when it can stay in flight across iterations: its accumulator is a
-    loop-carried value and its result is read only by the yield that carries it back."""
+    loop-carried value and its result is read only by the yield that carries it back. `slots`:
+    the buffers of the body that a pipeliner is about to turn into views of its slots."""
     body = loop.body
     term = body.terminator
     assert term is not None
@@ -224,18 +225,19 @@ def async_dot(loop: ForOp) -> DotOp | None:
         return None
     if len(users.get(acc, [])) != 1:  # the accumulator's registers are in flight meanwhile
         return None
-    if any(_stored_in(body, v) for v in dot.operands[:2]):  # the next iteration would overwrite it
+    if any(_stored_in(body, v, slots) for v in dot.operands[:2]):  # the next iteration would overwrite it
         return None
     return dot
 
 
-def _stored_in(body: Block, v: Value) -> bool:
+def _stored_in(body: Block, v: Value, slots: Sequence[LocalAllocOp] = ()) -> bool:
     """Whether the shared tile a dot operand reads (through local_load / local_trans views) is a
     buffer that `body` itself stores into each iteration (a local_alloc of a register tile), not a
     pipeline slot: an in-flight dot would still read it while the next iteration writes it."""
     while isinstance(v, OpResult) and isinstance(v.op, (LocalLoadOp, LocalTransOp)):
         v = v.op.operands[0]
-    return isinstance(v, OpResult) and isinstance(v.op, LocalAllocOp) and bool(v.op.operands) and v.op.parent is body
+    return (isinstance(v, OpResult) and isinstance(v.op, LocalAllocOp) and bool(v.op.operands)
+            and v.op.parent is body and v.op not in slots)
 
 
 def dot_in_flight(loop: ForOp, top: _Emitter, stages: int, num_warps: int
@@ -369,15 +371,18 @@ class PipelineLoops(Pass):
                 continue
             axes = AxisAnalysis(f)
             for loop in loops:
-                if self.options.tma and self._pipeline_tma(f, loop):
+                if self.options.tma and self._pipeline_tma(module, f, loop):
                     continue
                 pipeline_loop(f, loop, stages, axes, self.options.num_warps)
 
-    def _pipeline_tma(self, f: Function, loop: ForOp) -> bool:
+    def _pipeline_tma(self, module: Module, f: Function, loop: ForOp) -> bool:
         """TMA copies on mbarriers instead of cp.async (tc_opt.pipeline_tma) when every
-        candidate load of the loop qualifies (tc_opt.tma); False leaves the loop to cp.async."""
+        candidate load of the loop qualifies (tc_opt.tma), with a producer warp of their own
+        where tc_opt.warp_specialize applies (recorded as the module's `producer_warps`: the
+        launch has that many warps more); False leaves the loop to cp.async."""
         from .pipeline_tma import pipeline_loop_tma
         from .tma import plans_for
+        from .warp_specialize import PRODUCER_WARPS, can_specialize, warp_specialize_loop
 
         if self.options.sm < 90:
             return False
@@ -385,5 +390,10 @@ class PipelineLoops(Pass):
         plans = plans_for(f, loop, pairs) if pairs else None
         if plans is None:
             return False
-        pipeline_loop_tma(f, loop, self.options.num_stages, plans, self.options.num_warps)
+        o = self.options
+        if o.warp_specialize and "producer_warps" not in module.attributes and can_specialize(f, loop, plans):
+            warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps)
+            module.attributes["producer_warps"] = PRODUCER_WARPS
+        else:
+            pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps)
         return True

@@ -73,8 +73,10 @@ def _tile_bytes(t: TileType) -> int:
     return t.numel * t.element.bytes
 
 
-def _issue(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, slot: Value, valid: Value,
-           coords: list[tuple[Value, ...]]) -> None:
+def issue_copies(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, slot: Value, valid: Value,
+                 coords: list[tuple[Value, ...]]) -> None:
+    """Where `valid` holds: announce the bytes of slot `slot` on its barrier, then copy every
+    plan's tile into the slot."""
     total = 0
     for p in plans:
         t = p.alloc.result.type
@@ -84,6 +86,41 @@ def _issue(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value
     for k, (p, buf, xy) in enumerate(zip(plans, bufs, coords)):
         view = e.subview(buf, slot, p.alloc.result.type)
         e.add(TmaLoadOp.create([view, bars, slot, valid, *xy], [], p.attributes(k), loc=p.load.loc))
+
+
+def tile_coordinates(e: _Emitter, plans: list[TmaPlan], starts: list[tuple[Value, Value]],
+                     outers: list[list[Value]], n: Value | int) -> list[tuple[Value, ...]]:
+    """Per plan, the map coordinates of the tile iteration `n` of the loop loads: the start moved
+    `n` times by the plan's advance, then the outer dimensions' (fixed) coordinates."""
+    out = []
+    for p, xy, outer in zip(plans, starts, outers):
+        pair = []
+        for d in (0, 1):
+            a = p.advance[d]
+            if a == 0 or n == 0:
+                pair.append(xy[d])
+            elif isinstance(n, int):
+                pair.append(e.binary("add", xy[d], e.const(I32, a * n)))
+            else:
+                pair.append(e.binary("add", xy[d], e.binary("mul", n, e.const(I32, a))))
+        out.append((pair[0], pair[1], *outer))
+    return out
+
+
+def start_coordinates(e: _Emitter, f: Function, plans: list[TmaPlan]
+                      ) -> tuple[list[tuple[Value, Value]], list[list[Value]]]:
+    """The coordinates of iteration 0's tiles and of the outer map dimensions, computed at `e`."""
+    starts = [(materialize(e, p.start[0]), materialize(e, p.start[1])) for p in plans]
+    outers = [[outer_coordinate(e, f, lin, arg) for lin, arg in p.outer] for p in plans]
+    return starts, outers
+
+
+def next_slot_and_phase(e: _Emitter, slot: Value, phase: Value, stages: int) -> tuple[Value, Value]:
+    """The slot after `slot` and the parity of its barrier's phase to wait for (it flips each
+    time the slots wrap around)."""
+    nxt = e.next_slot(slot, stages)
+    wrapped = e.cmp("eq", nxt, e.const(I32, 0))
+    return nxt, e.select(wrapped, e.binary("xor", phase, e.const(I32, 1)), phase)
 
 
 def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int = 4) -> None:
@@ -102,29 +139,16 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
             for p in plans]
     bars = pre.add(LocalAllocOp.create([], [TileType((stages,), I64, BARRIER_LAYOUT)], loc=loop.loc)).result
     pre.add(MBarrierInitOp.create([bars], [], {"count": 1}, loc=loop.loc))
-    starts = [(materialize(pre, p.start[0]), materialize(pre, p.start[1])) for p in plans]
-    outers = [[outer_coordinate(pre, f, lin, arg) for lin, arg in p.outer] for p in plans]
+    starts, outers = start_coordinates(pre, f, plans)
 
     def coords(e: _Emitter, n: Value | int) -> list[tuple[Value, ...]]:
-        out = []
-        for p, xy, outer in zip(plans, starts, outers):
-            pair = []
-            for d in (0, 1):
-                a = p.advance[d]
-                if a == 0 or n == 0:
-                    pair.append(xy[d])
-                elif isinstance(n, int):
-                    pair.append(e.binary("add", xy[d], e.const(I32, a * n)))
-                else:
-                    pair.append(e.binary("add", xy[d], e.binary("mul", n, e.const(I32, a))))
-            out.append((pair[0], pair[1], *outer))
-        return out
+        return tile_coordinates(e, plans, starts, outers, n)
 
     # prologue: iterations 0 .. S-2
     for s in range(dist):
         iv: Value = lb if s == 0 else pre.binary("add", lb, pre.binary("mul", step, pre.const(ivt, s)))
         valid = pre.cmp("slt", iv, ub)
-        _issue(pre, plans, bufs, bars, pre.const(I32, s), valid, coords(pre, s))
+        issue_copies(pre, plans, bufs, bars, pre.const(I32, s), valid, coords(pre, s))
     # the loop: read/write slots, the read slot's phase and the iteration number of the next copies
     read = body.add_arg(I32, "read_slot")
     write = body.add_arg(I32, "write_slot")
@@ -142,15 +166,14 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
         top.add(BarrierOp.create([], []))  # every warp is done with slot (i - 1) % S
     iv_ahead = issue.binary("add", args[0], issue.binary("mul", step, issue.const(ivt, dist)))
     valid = issue.cmp("slt", iv_ahead, ub)
-    _issue(issue, plans, bufs, bars, write, valid, coords(issue, ahead))
+    issue_copies(issue, plans, bufs, bars, write, valid, coords(issue, ahead))
     tail = _Emitter(body, body.ops.index(term))
-    next_read = tail.next_slot(read, stages)
-    wrapped = tail.cmp("eq", next_read, tail.const(I32, 0))
-    next_phase = tail.select(wrapped, tail.binary("xor", phase, tail.const(I32, 1)), phase)
+    next_read, next_phase = next_slot_and_phase(tail, read, phase, stages)
     next_ahead = tail.binary("add", ahead, tail.const(I32, 1))
     term.operands = [*term.operands, next_read, tail.next_slot(write, stages), next_phase, next_ahead]
     inits = [*loop.operands, pre.const(I32, 0), pre.const(I32, dist % stages), pre.const(I32, 0), pre.const(I32, dist)]
     replace_loop(f, loop, pre, inits, MBarrierInvalOp.create([bars], [], loc=loop.loc), dot)
 
 
-__all__ = ["materialize", "outer_coordinate", "pipeline_loop_tma"]
+__all__ = ["BARRIER_LAYOUT", "issue_copies", "materialize", "next_slot_and_phase", "outer_coordinate", "pipeline_loop_tma",
+           "start_coordinates", "tile_coordinates"]
