@@ -104,6 +104,7 @@ def every_op_module() -> O.Module:
     Emit(cb)(O.YieldOp, [], [])
     e(O.WarpSpecializeOp, [], [], regions=[pb, cb], producer_warps=4)
     e(O.MBarrierInvalOp, [bars], [])
+    e(O.GridDimOp, [], [I32], axis=2)
     one = e(O.ConstantOp, [], [I32], value=1)
     e(O.AtomicRMWOp, [cnt, one], [I32], kind="add")
     e(O.AtomicCASOp, [cnt, one, n], [I32])

@@ -63,3 +63,34 @@ def test_ptxas_accepts(stages: int, warps: int, nb: int) -> None:
     assert k.cubin and k.spills == 0
     assert k.num_warps == warps + 1
     assert k.registers * 32 * k.num_warps <= 64 * 1024
+
+
+def _persistent(stages: int = 3) -> CompiledKernel:
+    return compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                   defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 64},
+                   options=CompileOptions(arch="sm_90", num_warps=8, num_stages=stages, specialization=ALIGNED,
+                                          warp_specialize=True, persistent=True))
+
+
+def test_persistent_grid_parameters_precede_the_tensor_maps() -> None:
+    k = _persistent()
+    assert k.persistent and k.num_warps == 9 and len(k.signature) == 9
+    filecheck(k.ptx, """
+CHECK: .param .u32 dot_param_8,
+CHECK-NEXT: .param .u32 dot_param_9,
+CHECK-NEXT: .param .u32 dot_param_10,
+CHECK-NEXT: .param .u32 dot_param_11,
+CHECK-NEXT: .param .align 64 .b8 dot_param_12[128],
+CHECK-NEXT: .param .align 64 .b8 dot_param_13[128]
+CHECK: mov.u32 %r{{[0-9]+}}, %ctaid.x;
+CHECK: mov.u32 %r{{[0-9]+}}, %nctaid.x;
+""")
+    assert re.search(r"ld\.param\.b32 %r\d+, \[dot_param_9\];", re.sub(r"[ \t]+", " ", k.ptx))
+
+
+def test_persistent_metadata_round_trips() -> None:
+    k = _persistent()
+    meta = k.to_json()
+    assert meta["persistent"] is True
+    assert CompiledKernel.from_json(meta).persistent
+    assert "persistent" not in _compile().to_json()

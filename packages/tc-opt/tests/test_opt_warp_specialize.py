@@ -128,3 +128,88 @@ def test_verifier_checks_the_regions() -> None:
         verify(f)
     text = str(e.value)
     assert "producer_warps must be >= 1" in text and "a region does not end with tc.yield" in text
+
+
+def _persistent(src: str = TUTORIAL, stages: int = 3) -> O.Module:
+    from tc_nvptx.compiler import frontend_module
+
+    m = frontend_module(src, TILE, None, "<test>")
+    gpu_pipeline(CompileOptions(arch="sm_90", num_warps=8, num_stages=stages, specialization=ALIGNED,
+                                warp_specialize=True, persistent=True)).run(m)
+    return m
+
+
+def test_persistent_schedule_filecheck() -> None:
+    """Both roles loop over the programs t = cta, cta + ctas, ... of the grid the runtime passes
+    (tc.grid_dim), carrying their slot and phase from one program to the next; the consumers
+    release a program's last slot after its final dot_wait."""
+    m = _persistent()
+    assert m.attributes["persistent"] is True
+    filecheck(round_trip(m), """
+CHECK: %[[FULL:[0-9]+]] = tc.local_alloc : tile<3xi64
+CHECK-NEXT: %[[EMPTY:[0-9]+]] = tc.local_alloc : tile<3xi64
+CHECK: %[[CTA:[0-9]+]] = tc.program_id {axis = 0}
+CHECK-NEXT: %[[CTAS:[0-9]+]] = tc.num_programs {axis = 0}
+CHECK-NEXT: %[[GX:[0-9]+]] = tc.grid_dim {axis = 0}
+CHECK-NEXT: %[[GY:[0-9]+]] = tc.grid_dim {axis = 1}
+CHECK-NEXT: %[[GZ:[0-9]+]] = tc.grid_dim {axis = 2}
+CHECK: %[[COUNT:[0-9]+]] = tc.binary %{{[0-9]+}}, %[[GZ]] {kind = "mul"}
+CHECK: tc.warp_specialize ({
+CHECK: %[[SLOTS:[0-9]+]], %{{[0-9]+}} = tc.for %[[CTA]], %[[COUNT]], %[[CTAS]]
+CHECK-NEXT: ^(%program: i32, %[[S0:[0-9]+]]: i32, %[[P0:[0-9]+]]: i32):
+CHECK: %[[PID:[0-9]+]] = tc.binary %program, %[[GX]] {kind = "srem"}
+CHECK: %group_id = tc.binary %[[PID]], %width {kind = "sdiv"}
+CHECK: tc.for %{{[0-9]+}}, %K, %{{[0-9]+}}, %[[S0]], %[[P0]], %{{[0-9]+}}
+CHECK: tc.mbarrier_wait %[[EMPTY]], %slot
+CHECK: tc.tma_load
+CHECK: }, {
+CHECK: tc.for %[[CTA]], %[[COUNT]], %[[CTAS]]
+CHECK-NEXT: ^(%program_1: i32, %[[R0:[0-9]+]]: i32, %[[Q0:[0-9]+]]: i32):
+CHECK: tc.binary %program_1, %[[GX]] {kind = "srem"}
+CHECK: %{{.*}} = tc.for %{{[0-9]+}}, %K, %{{[0-9]+}}, %acc, %pa, %pb, %[[R0]], %[[Q0]], %{{[0-9]+}}
+CHECK: tc.mbarrier_wait %[[FULL]], %read_slot
+CHECK: tc.mbarrier_arrive %[[EMPTY]], %release_slot
+CHECK: %[[LAST:[0-9]+]] = tc.dot_wait
+CHECK-NEXT: %[[RAN:[0-9]+]] = tc.cmp
+CHECK-NEXT: tc.mbarrier_arrive %[[EMPTY]], %{{[0-9]+}}, %[[RAN]]
+CHECK: tc.store
+CHECK-NEXT: tc.yield
+CHECK: tc.mbarrier_inval %[[FULL]]
+CHECK-NEXT: tc.mbarrier_inval %[[EMPTY]]
+CHECK-NEXT: tc.yield
+CHECK-NEXT: })
+CHECK-NEXT: tc.return
+""")
+    # the user's program ids are all replaced (the two left are the CTA's own, at the top)
+    ids = [op for op in m.walk() if isinstance(op, (O.ProgramIdOp, O.NumProgramsOp))]
+    assert len(ids) == 2 and all(op.parent is m.functions[0].body for op in ids)
+
+
+def test_persistent_epilogue_has_shared_memory_of_its_own() -> None:
+    """The producer loads the next program's tiles during the epilogue: the slots stay reserved,
+    so the exchange buffer of the epilogue needs memory beside them (a 4-stage 128x256 tile no
+    longer fits: a resource error the auto-tuner skips)."""
+    from tc_opt.resources import ResourceLimitError
+
+    plain = _gpu_ir(stages=3)
+    assert _persistent().attributes["shared_bytes"] > plain.attributes["shared_bytes"] + 128 * 256 * 2
+    with pytest.raises(ResourceLimitError):
+        _persistent(stages=4)
+
+
+def test_an_early_return_ends_only_its_program() -> None:
+    """The front end turns `return` into structured control flow, so in a persistent kernel a
+    program's early return skips the rest of that program only, not the CTA's later programs."""
+    src = TUTORIAL.replace("// pointers to output", "if (M < 0) { return; }\n// pointers to output")
+    assert src != TUTORIAL
+    from tc_nvptx.compiler import frontend_module
+
+    m = frontend_module(src, TILE, None, "<test>")
+    gpu_pipeline(CompileOptions(arch="sm_90", num_warps=8, num_stages=3, specialization=ALIGNED,
+                                warp_specialize=True, persistent=True)).run(m)
+    assert m.attributes["persistent"] is True
+    f = m.functions[0]
+    assert [op for op in f.walk() if isinstance(op, O.ReturnOp)] == [f.body.terminator]
+    ws = _ws(m)[0]
+    tiles = ws.consumer.ops[-4]
+    assert isinstance(tiles, O.ForOp) and [op for op in tiles.body.walk() if isinstance(op, O.IfOp)]

@@ -200,6 +200,17 @@ class NumProgramsOp(Operation):
 
 @register
 @attrs.define(eq=False, kw_only=True)
+class GridDimOp(Operation):
+    """The extent along `axis` of the program grid a persistent kernel (tc_opt.warp_specialize)
+    was asked to run: its CTAs, as many as fit on the GPU at once, step through those programs.
+    The runtime passes the extents as hidden parameters: i32."""
+
+    NAME = "tc.grid_dim"
+    axis: int
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
 class MakeRangeOp(Operation):
     """tile<(end-start) x i32> holding start, start+1, ..., end-1."""
 

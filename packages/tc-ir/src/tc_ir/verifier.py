@@ -100,6 +100,7 @@ def _constant(op: O.ConstantOp) -> None:
 
 @_rule(O.ProgramIdOp)
 @_rule(O.NumProgramsOp)
+@_rule(O.GridDimOp)
 def _program_id(op: O.ProgramIdOp) -> None:
     _count(op, 0, 1)
     _check(op.axis in (0, 1, 2), f"axis {op.axis} is not 0, 1 or 2")

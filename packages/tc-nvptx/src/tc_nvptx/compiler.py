@@ -45,6 +45,10 @@ class CompiledKernel:
     #: encodes them at launch): per map base (pointer argument), element, extents, stride, box,
     #: swizzle, as the tc.tma_load attributes say.
     tensor_maps: list[dict[str, Any]] = attrs.field(factory=list)
+    #: A persistent kernel (CompileOptions.persistent): launched with at most one program per SM
+    #: (a 1-D grid), it steps through the grid the caller asked for, whose extents (x, y, z) it
+    #: takes as three i32 parameters after the user's arguments (before the tensor maps).
+    persistent: bool = False
     #: Wall time of each compiler stage and pass, in seconds (not part of the on-disk metadata).
     timings: dict[str, float] = attrs.field(factory=dict)
 
@@ -70,6 +74,7 @@ class CompiledKernel:
             "registers": self.registers,
             "spills": self.spills,
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
+            **({"persistent": True} if self.persistent else {}),
         }
 
     @classmethod
@@ -90,6 +95,7 @@ class CompiledKernel:
             num_stages=int(data.get("num_stages", 3)),
             asm=dict(asm or {}),
             tensor_maps=[dict(m) for m in data.get("tensor_maps", [])],
+            persistent=bool(data.get("persistent", False)),
         )
 
     def dumps(self) -> str:
@@ -189,6 +195,7 @@ def compile_module(
         asm=asm,
         timings=timings,
         tensor_maps=tensor_maps_of(module),
+        persistent=bool(module.attributes.get("persistent")),
     )
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()

@@ -84,6 +84,8 @@ class Ctx:
         #: Threads that `barrier` synchronises: None for all of the CTA, or the consumer warps'
         #: count inside a warp-specialized consumer region (named barrier 1).
         self.barrier_threads: int | None = None
+        #: A persistent kernel's hidden parameters: the extents of the grid it steps through.
+        self.grid_params: list[ir.Value] = []
 
     def finish(self) -> None:
         self.eb.branch(self.body_block)

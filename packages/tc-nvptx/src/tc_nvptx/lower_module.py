@@ -10,14 +10,19 @@ from tc_opt.options import CompileOptions
 from tc_opt.shared_alloc import allocate
 
 from .context import Ctx, lowering_error
-from .llvm_types import I8, llvm_type
+from .llvm_types import I8, I32, llvm_type
 from .lowerings import load_all
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p3:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
 
-def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.GlobalVariable) -> int:
+#: A persistent kernel's hidden parameters after the user's: the grid's extents (x, y, z).
+GRID_PARAMS = 3
+
+
+def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.GlobalVariable,
+            persistent: bool = False) -> int:
     params = []
     for a in f.args:
         if isinstance(a.type, TileType):
@@ -25,6 +30,8 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
         params.append(llvm_type(a.type))
     from .lower_tma import PARAM_PREFIX, tensor_map_count
 
+    grid = GRID_PARAMS if persistent else 0
+    params += [I32] * grid
     maps = tensor_map_count(f)
     params += [ir.PointerType()] * maps  # the tensor maps of TMA copies (byval, see emit.llvm_text)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name=f.name)
@@ -37,7 +44,10 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
     ctx = Ctx(module, f, fn, options, AxisAnalysis(f), alloc, smem)
     for a, p in zip(f.args, fn.args):
         ctx.values[a] = p
-    hidden = list(fn.args[len(f.args):])
+    ctx.grid_params = list(fn.args[len(f.args):len(f.args) + grid])
+    for axis, p in enumerate(ctx.grid_params):
+        p.name = f"tc_grid_{'xyz'[axis]}"
+    hidden = list(fn.args[len(f.args) + grid:])
     for k, p in enumerate(hidden):
         p.name = f"{PARAM_PREFIX}{k}"
     ctx.tma_params = hidden  # type: ignore[attr-defined]
@@ -61,7 +71,7 @@ def lower_to_llvm(module: Module, options: CompileOptions | None = None) -> ir.M
     smem.align = 1024  # swizzled tiles (tc_opt.shared_alloc.SWIZZLED_ALIGN)
     shared = 0
     for f in module.functions:
-        shared = max(shared, _kernel(lm, f, options, smem))
+        shared = max(shared, _kernel(lm, f, options, smem, bool(module.attributes.get("persistent"))))
     module.attributes["shared_bytes"] = shared
     # read by emit_ptx for .maxntid: the program's warps and a warp-specialized kernel's producers
     lm.tc_num_warps = options.num_warps + int(module.attributes.get("producer_warps", 0))

@@ -8,6 +8,7 @@ from tc_ir.ops import (
     BroadcastOp,
     ConstantOp,
     ExpandDimsOp,
+    GridDimOp,
     MakeRangeOp,
     NumProgramsOp,
     Operation,
@@ -17,7 +18,7 @@ from tc_ir.ops import (
 )
 from tc_ir.types import TileType, element_of
 
-from .context import Ctx, TileVal
+from .context import Ctx, TileVal, lowering_error
 from .llvm_types import I32, constant
 from .lowerings import lowers
 
@@ -41,6 +42,14 @@ def lower_program_id(ctx: Ctx, op: ProgramIdOp) -> None:
 def lower_num_programs(ctx: Ctx, op: NumProgramsOp) -> None:
     name = f"llvm.nvvm.read.ptx.sreg.nctaid.{_AXES[op.axis]}"
     ctx.values[op.result] = ctx.eb.call(ctx.intrinsic(name, I32, []), [])
+
+
+@lowers("tc.grid_dim")
+def lower_grid_dim(ctx: Ctx, op: GridDimOp) -> None:
+    params = ctx.grid_params
+    if not params:
+        raise lowering_error("internal error: tc.grid_dim in a kernel that is not persistent", op.loc)
+    ctx.values[op.result] = params[op.axis]
 
 
 @lowers("tc.make_range")

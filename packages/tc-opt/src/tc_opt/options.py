@@ -72,6 +72,9 @@ class CompileOptions:
     #: Hopper, with `tma`: a TMA-pipelined wgmma loop gets a producer warp of its own
     #: (tc_opt.warp_specialize; the launch has one warp more than num_warps).
     warp_specialize: bool = False
+    #: With `warp_specialize`: the kernel loops over its programs (tc_opt.warp_specialize), the
+    #: runtime launching one CTA per SM and passing the grid as hidden parameters.
+    persistent: bool = False
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False

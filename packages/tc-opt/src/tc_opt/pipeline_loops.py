@@ -265,11 +265,11 @@ def dot_in_flight(loop: ForOp, top: _Emitter, stages: int, num_warps: int
     return dot, issue
 
 
-def replace_loop(f: Function, loop: ForOp, pre: _Emitter, inits: list[Value], after: Operation,
-                 dot: DotOp | None) -> None:
-    """Replace `loop` by a for op over its (extended) body with `inits`, followed by `after` (the
-    drain of the copies) and, for a dot kept in flight, the wait for its last batch before
-    anything reads the accumulator."""
+def replace_loop(f: Function, loop: ForOp, pre: _Emitter, inits: list[Value], after: Operation | None,
+                 dot: DotOp | None) -> ForOp:
+    """Replace `loop` by a for op over its (extended) body with `inits` (returned), followed by
+    `after` (the drain of the copies) and, for a dot kept in flight, the wait for its last batch
+    before anything reads the accumulator."""
     parent = loop.parent
     assert parent is not None
     body = loop.body
@@ -281,15 +281,18 @@ def replace_loop(f: Function, loop: ForOp, pre: _Emitter, inits: list[Value], af
         replace_uses(f.body, old_r, new_r)
     parent.remove(loop)
     at = parent.ops.index(new) + 1
-    parent.insert(at, after)
+    if after is not None:
+        parent.insert(at, after)
+        at += 1
     if dot is not None:
         carried_acc = dot.operands[2]
         assert isinstance(carried_acc, BlockArgument)
         acc = new.results[carried_acc.index - 1]
         wait = DotWaitOp.create([acc], [acc.type], {"pending": 0}, loc=dot.loc)
-        parent.insert(at + 1, wait)
+        parent.insert(at, wait)
         replace_uses(f.body, acc, wait.result)
         wait.operands = [acc]
+    return new
 
 
 def pipeline_loop(f: Function, loop: ForOp, stages: int, axes: AxisAnalysis, num_warps: int = 4) -> bool:
@@ -382,7 +385,7 @@ class PipelineLoops(Pass):
         launch has that many warps more); False leaves the loop to cp.async."""
         from .pipeline_tma import pipeline_loop_tma
         from .tma import plans_for
-        from .warp_specialize import PRODUCER_WARPS, can_specialize, warp_specialize_loop
+        from .warp_specialize import PRODUCER_WARPS, can_persist, can_specialize, warp_specialize_loop
 
         if self.options.sm < 90:
             return False
@@ -392,8 +395,11 @@ class PipelineLoops(Pass):
             return False
         o = self.options
         if o.warp_specialize and "producer_warps" not in module.attributes and can_specialize(f, loop, plans):
-            warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps)
+            persistent = o.persistent and can_persist(f, loop, plans)
+            warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps, persistent)
             module.attributes["producer_warps"] = PRODUCER_WARPS
+            if persistent:
+                module.attributes["persistent"] = True
         else:
             pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps)
         return True

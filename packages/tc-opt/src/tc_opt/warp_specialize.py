@@ -24,24 +24,43 @@ waited for all of them).
 Which loops: a top-level loop of the kernel whose dot runs on wgmma and can stay in flight
 (pipeline_loops.async_dot) with every candidate load a TMA plan, and nothing with effects before
 it (the producer warp runs those ops too, with the layouts of the program's warps).
+
+Persistent (CompileOptions.persistent): the runtime launches as many CTAs as fit on the GPU at
+once and passes the grid the user asked for (tc.grid_dim, hidden parameters); both roles loop
+over its programs t = cta, cta + ctas, ... (program ids decomposed from t, x fastest), their
+slots and phases running on from one program to the next. The producer recomputes the scalars
+its copies need (a slice of the ops before the loop), so it starts on the next program's tiles
+while the consumers are still in the epilogue of this one; the slots stay reserved through the
+epilogue (which then has shared memory of its own), and the consumers release the last slot of
+a program after its final dot_wait. Needs: the ops before the loop pure, the producer's slice
+scalar, and no return but the kernel's last op.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import attrs
 from tc_ir.ops import (
     Block,
     DotWaitOp,
     ForOp,
     Function,
+    GridDimOp,
     LocalAllocOp,
     MBarrierArriveOp,
     MBarrierInitOp,
     MBarrierInvalOp,
     MBarrierWaitOp,
+    NumProgramsOp,
+    Operation,
+    ProgramIdOp,
+    ReturnOp,
+    Value,
     WarpSpecializeOp,
     YieldOp,
 )
-from tc_ir.types import I1, I32, TileType
+from tc_ir.types import I1, I32, IRType, TileType
 
 from .ir_utils import replace_uses
 from .pipeline_loops import _buffer_type, _Emitter, async_dot, replace_loop
@@ -53,7 +72,7 @@ from .pipeline_tma import (
     start_coordinates,
     tile_coordinates,
 )
-from .tma import TmaPlan
+from .tma import Lin, TmaPlan
 
 #: Warps of the producer (one: its one elected thread issues every copy).
 PRODUCER_WARPS = 1
@@ -67,8 +86,83 @@ def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
     return not any(op.HAS_SIDE_EFFECTS or op.regions for op in before)
 
 
-def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int) -> None:
-    """Replace `loop` (and what follows it) by a tc.warp_specialize op as described above."""
+def _producer_needs(loop: ForOp, plans: list[TmaPlan]) -> list[Value]:
+    """The values the producer's loop reads: the loop's bounds and the variables of the copies'
+    coordinates."""
+    vals = list(loop.operands[:3])
+    for p in plans:
+        for lin in (*p.start, *(lin for lin, _ in p.outer)):
+            vals.extend(k for k in lin if k is not None)
+    return vals
+
+
+def _producer_slice(prefix: Sequence[Operation], needed: list[Value]) -> list[Operation] | None:
+    """The ops of `prefix` (in order) computing `needed`, program ids excluded (the caller maps
+    them); None when one of them is a tile op (the producer warp has no layout of its own)."""
+    defs: dict[Value, Operation] = {r: op for op in prefix for r in op.results}
+    keep: set[Operation] = set()
+    todo = list(needed)
+    while todo:
+        op = defs.get(todo.pop())
+        if op is None or op in keep or isinstance(op, (ProgramIdOp, NumProgramsOp)):
+            continue
+        if any(isinstance(r.type, TileType) for r in op.results):
+            return None
+        keep.add(op)
+        todo.extend(op.operands)
+    return [op for op in prefix if op in keep]
+
+
+def can_persist(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
+    """Whether the specialized kernel can also loop over its programs (see the module's doc)."""
+    body = f.body
+    if any(isinstance(op, ReturnOp) and op is not body.terminator for op in f.walk()):
+        return False
+    return _producer_slice(body.ops[: body.ops.index(loop)], _producer_needs(loop, plans)) is not None
+
+
+def _program_ids(e: _Emitter, t: Value, dims: Sequence[Value]) -> list[Value]:
+    """Program t of the grid `dims` as (x, y, z), x varying fastest."""
+    q = e.binary("sdiv", t, dims[0])
+    return [e.binary("srem", t, dims[0]), e.binary("srem", q, dims[1]), e.binary("sdiv", q, dims[1])]
+
+
+def _mapped(lin: Lin, mapping: dict[Value, Value]) -> Lin:
+    return {(mapping.get(k, k) if k is not None else None): c for k, c in lin.items()}
+
+
+def _tile_loop(e: _Emitter, first: Value, count: Value, step: Value, carried: int, loc: object
+               ) -> tuple[ForOp, _Emitter]:
+    """`for t = first; t < count; t += step` carrying `carried` i32 values (the caller yields)."""
+    body = Block([I32] + [I32] * carried, ["program"] + [None] * carried)
+    zero = e.const(I32, 0)
+    op = e.add(ForOp.create([first, count, step] + [zero] * carried, [I32] * carried, {}, [body], loc))  # type: ignore[arg-type]
+    assert isinstance(op, ForOp)
+    return op, _Emitter(body, 0)
+
+
+def _copy_loop(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], full: Value, empty: Value,
+               starts: list[tuple[Value, Value]], outers: list[list[Value]], bounds: Sequence[Value],
+               ivt: IRType, slot0: Value, phase0: Value, stages: int, loc: object) -> ForOp:
+    """The producer's loop over one program's iterations: wait until the slot is free, then
+    announce and issue the copies of iteration `iter` into it."""
+    pbody = Block([ivt, I32, I32, I32], [None, "slot", "phase", "iter"])
+    _, slot, phase, it = pbody.args
+    pe = _Emitter(pbody, 0)
+    free = pe.binary("xor", phase, pe.const(I32, 1))
+    pe.add(MBarrierWaitOp.create([empty, slot, free], [], loc=loc))  # type: ignore[arg-type]
+    issue_copies(pe, plans, bufs, full, slot, pe.const(I1, 1), tile_coordinates(pe, plans, starts, outers, it))
+    next_slot, next_phase = next_slot_and_phase(pe, slot, phase, stages)
+    pe.add(YieldOp.create([next_slot, next_phase, pe.binary("add", it, pe.const(I32, 1))], []))
+    op = e.add(ForOp.create([*bounds, slot0, phase0, e.const(I32, 0)], [I32, I32, I32], {}, [pbody], loc))  # type: ignore[arg-type]
+    assert isinstance(op, ForOp)
+    return op
+
+
+def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int,
+                         persistent: bool = False) -> None:
+    """Replace `loop` (and what follows it) by a tc.warp_specialize op as described above;
+    `persistent` (where can_persist) makes both roles loop over the programs."""
     outer = f.body
     assert loop.parent is outer and stages >= 2
     body = loop.body
@@ -77,49 +171,90 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     lb, ub, step = loop.operands[:3]
     ivt = body.args[0].type
     at = outer.ops.index(loop)
-    pre = _Emitter(outer, at)
-    bufs = [pre.add(LocalAllocOp.create([], [_buffer_type(p.alloc.result.type, stages)], loc=p.alloc.loc)).result  # type: ignore[arg-type]
+    prefix = outer.ops[:at]
+    user_ids: list[ProgramIdOp | NumProgramsOp] = [
+        op for op in f.walk() if isinstance(op, (ProgramIdOp, NumProgramsOp))]
+    top = _Emitter(outer, 0 if persistent else at)
+    bufs = [top.add(LocalAllocOp.create([], [_buffer_type(p.alloc.result.type, stages)], loc=p.alloc.loc)).result  # type: ignore[arg-type]
             for p in plans]
     bars_type = TileType((stages,), I64, BARRIER_LAYOUT)
-    full = pre.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
-    empty = pre.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
-    pre.add(MBarrierInitOp.create([full], [], {"count": 1}, loc=loop.loc))
-    pre.add(MBarrierInitOp.create([empty], [], {"count": num_warps}, loc=loop.loc))
-    starts, outers = start_coordinates(pre, f, plans)
+    full = top.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
+    empty = top.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
+    top.add(MBarrierInitOp.create([full], [], {"count": 1}, loc=loop.loc))
+    top.add(MBarrierInitOp.create([empty], [], {"count": num_warps}, loc=loop.loc))
+    producer, consumer = Block(), Block()
+    prod, cons = _Emitter(producer, 0), _Emitter(consumer, 0)
+    ws = top.add(WarpSpecializeOp.create([], [], {"producer_warps": PRODUCER_WARPS}, [producer, consumer], loop.loc))
+    ws_at = outer.ops.index(ws)
+    if persistent:
+        prefix_at = top.index - 1  # the prefix follows the op: move it and the rest into the roles
+        assert outer.ops[prefix_at] is ws
+        top.index = prefix_at
+        cta = top.add(ProgramIdOp.create([], [I32], {"axis": 0})).result
+        ctas = top.add(NumProgramsOp.create([], [I32], {"axis": 0})).result
+        dims = [top.add(GridDimOp.create([], [I32], {"axis": d})).result for d in range(3)]
+        count = top.binary("mul", top.binary("mul", dims[0], dims[1]), dims[2])
+        ws_at = outer.ops.index(ws)
+        # producer: per program, the slice of the prefix its copies need, then its copies
+        ptile, pe = _tile_loop(prod, cta, count, ctas, 2, loop.loc)
+        ids = _program_ids(pe, ptile.body.args[0], dims)
+        mapping: dict[Value, Value] = {}
+        for op in user_ids:
+            mapping[op.result] = ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
+        sliced = _producer_slice(prefix, _producer_needs(loop, plans))
+        assert sliced is not None
+        pe.clone(sliced, mapping)
+        mapped_plans = [attrs.evolve(p, start=(_mapped(p.start[0], mapping), _mapped(p.start[1], mapping)),
+                                     outer=tuple((_mapped(lin, mapping), a) for lin, a in p.outer)) for p in plans]
+        starts, outers = start_coordinates(pe, f, mapped_plans)
+        bounds = [mapping.get(v, v) for v in (lb, ub, step)]
+        copies = _copy_loop(pe, plans, bufs, full, empty, starts, outers, bounds, ivt,
+                            ptile.body.args[1], ptile.body.args[2], stages, loop.loc)
+        pe.add(YieldOp.create(copies.results[:2], []))
+        # consumer: per program, the prefix, the loop and the epilogue
+        ctile, ce = _tile_loop(cons, cta, count, ctas, 2, loop.loc)
+        ids = _program_ids(ce, ctile.body.args[0], dims)
+        tile_body = ctile.body
+        for moved in [op for op in outer.ops[ws_at + 1:] if op is not outer.terminator]:
+            outer.remove(moved)
+            if moved not in user_ids:
+                tile_body.append(moved)
+        for op in user_ids:
+            value = ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
+            replace_uses(tile_body, op.result, value)
+            if op.parent is not None:
+                op.parent.remove(op)
+        read0: Value | None = ctile.body.args[1]
+        phase0: Value | None = ctile.body.args[2]
+        tile_term = YieldOp.create([], [])
+        tile_body.append(tile_term)
+        prod.add(YieldOp.create([], []))
+        inval_at = cons
+        inval_at.add(MBarrierInvalOp.create([full], [], loc=loop.loc))
+        inval_at.add(MBarrierInvalOp.create([empty], [], loc=loop.loc))
+        cons.add(YieldOp.create([], []))
+        home = tile_body
+    else:
+        starts, outers = start_coordinates(_Emitter(outer, ws_at), f, plans)
+        ws_at = outer.ops.index(ws)
+        zero = prod.const(I32, 0)
+        _copy_loop(prod, plans, bufs, full, empty, starts, outers, [lb, ub, step], ivt, zero, zero, stages, loop.loc)
+        prod.add(YieldOp.create([], []))
+        for moved in [op for op in outer.ops[ws_at + 1:] if op is not outer.terminator]:
+            outer.remove(moved)
+            consumer.append(moved)
+        consumer.append(YieldOp.create([], []))
+        read0 = phase0 = None
+        home = consumer
 
-    # producer: one loop over the iterations issuing every copy
-    pbody = Block([ivt, I32, I32, I32], [None, "slot", "phase", "iter"])
-    _, slot, phase, it = pbody.args
-    pe = _Emitter(pbody, 0)
-    free = pe.binary("xor", phase, pe.const(I32, 1))
-    pe.add(MBarrierWaitOp.create([empty, slot, free], [], loc=loop.loc))
-    issue_copies(pe, plans, bufs, full, slot, pe.const(I1, 1), tile_coordinates(pe, plans, starts, outers, it))
-    next_slot, next_phase = next_slot_and_phase(pe, slot, phase, stages)
-    pe.add(YieldOp.create([next_slot, next_phase, pe.binary("add", it, pe.const(I32, 1))], []))
-    producer = Block()
-    prod = _Emitter(producer, 0)
-    zero = prod.const(I32, 0)
-    prod.add(ForOp.create([lb, ub, step, zero, zero, zero], [I32, I32, I32], {}, [pbody], loop.loc))
-    prod.add(YieldOp.create([], []))
-
-    # consumer: the loop and everything after it but the return
-    consumer = Block()
-    ws = pre.add(WarpSpecializeOp.create([], [], {"producer_warps": PRODUCER_WARPS}, [producer, consumer], loop.loc))
-    rest = outer.ops[outer.ops.index(ws) + 1:]
-    ret = rest.pop() if rest and rest[-1] is outer.terminator else None
-    for op in rest:
-        outer.remove(op)
-        consumer.append(op)
-    consumer.append(YieldOp.create([], []))
-    assert ret is None or ret is outer.terminator
-
+    # the consumers' loop: wait for the slot, dot, release the slot the previous dot read
     read = body.add_arg(I32, "read_slot")
     phase = body.add_arg(I32, "phase")
     release = body.add_arg(I32, "release_slot")
-    top = _Emitter(body, 0)
-    top.add(MBarrierWaitOp.create([full, read, phase], [], loc=loop.loc))
+    head = _Emitter(body, 0)
+    head.add(MBarrierWaitOp.create([full, read, phase], [], loc=loop.loc))
     for p, buf in zip(plans, bufs):
-        view = top.subview(buf, read, p.alloc.result.type)
+        view = head.subview(buf, read, p.alloc.result.type)
         replace_uses(body, p.alloc.result, view)
         body.remove(p.alloc)
         body.remove(p.load)
@@ -134,11 +269,27 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     tail = _Emitter(body, body.ops.index(term))
     next_read, next_phase = next_slot_and_phase(tail, read, phase, stages)
     term.operands = [*term.operands, next_read, next_phase, read]
-    cpre = _Emitter(consumer, consumer.ops.index(loop))
-    inits = [*loop.operands, cpre.const(I32, 0), cpre.const(I32, 0), cpre.const(I32, stages - 1)]
-    replace_loop(f, loop, cpre, inits, MBarrierInvalOp.create([full], [], loc=loop.loc), dot)
-    inval = next(op for op in consumer.ops if isinstance(op, MBarrierInvalOp))
-    consumer.insert(consumer.ops.index(inval) + 1, MBarrierInvalOp.create([empty], [], loc=loop.loc))
+    lpre = _Emitter(home, home.ops.index(loop))
+    last = lpre.const(I32, stages - 1)
+    if read0 is None or phase0 is None:
+        zero = lpre.const(I32, 0)
+        read0 = phase0 = zero
+        after: Operation | None = MBarrierInvalOp.create([full], [], loc=loop.loc)
+    else:
+        after = None
+    new = replace_loop(f, loop, lpre, [*loop.operands, read0, phase0, last], after, dot)
+    if persistent:
+        # the last dot of the program is complete after its dot_wait(0): release its slot, and
+        # carry the slot and phase on to the next program
+        wait = home.ops[home.ops.index(new) + 1]
+        assert isinstance(wait, DotWaitOp)
+        e = _Emitter(home, home.ops.index(wait) + 1)
+        ran = e.cmp("slt", lb, ub)
+        e.add(MBarrierArriveOp.create([empty, new.results[release.index - 1], ran], [], loc=loop.loc))
+        tile_term.operands = [new.results[read.index - 1], new.results[phase.index - 1]]
+    else:
+        inval = next(op for op in consumer.ops if isinstance(op, MBarrierInvalOp))
+        consumer.insert(consumer.ops.index(inval) + 1, MBarrierInvalOp.create([empty], [], loc=loop.loc))
 
 
-__all__ = ["PRODUCER_WARPS", "can_specialize", "warp_specialize_loop"]
+__all__ = ["PRODUCER_WARPS", "can_persist", "can_specialize", "warp_specialize_loop"]

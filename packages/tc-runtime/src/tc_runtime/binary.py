@@ -25,6 +25,15 @@ import attrs
 METADATA_VERSIONS = (1,)
 
 
+def _refuse_persistent(flag: object, name: object) -> None:
+    """A persistent kernel (tc_opt's CompileOptions.persistent) takes its grid as hidden
+    parameters and must be launched on at most one program per SM: this runtime does not launch
+    those, so it refuses them instead of launching them wrongly."""
+    if flag:
+        raise ValueError(f"kernel {name!r} was compiled persistent (CompileOptions.persistent), which "
+                         "tc_runtime cannot launch yet: compile it without persistent=True")
+
+
 @attrs.frozen
 class KernelBinary:
     name: str
@@ -46,6 +55,7 @@ class KernelBinary:
     @classmethod
     def from_compiled(cls, ck: Any) -> KernelBinary:
         """From a tc_nvptx.CompiledKernel (duck-typed: read by attribute)."""
+        _refuse_persistent(getattr(ck, "persistent", False), ck.name)
         asm = dict(getattr(ck, "asm", None) or {})
         ptx = str(ck.ptx)
         asm.setdefault("ptx", ptx)
@@ -76,6 +86,7 @@ class KernelBinary:
     @classmethod
     def from_parts(cls, meta: dict[str, Any], ptx: str, cubin: bytes | None,
                    asm: dict[str, str]) -> KernelBinary:
+        _refuse_persistent(meta.get("persistent", False), meta.get("name"))
         try:
             return cls(
                 name=str(meta["name"]), arch=str(meta["arch"]), ptx=ptx, cubin=cubin,

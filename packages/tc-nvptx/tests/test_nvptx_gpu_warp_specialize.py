@@ -1,0 +1,36 @@
+"""Warp-specialized and persistent TMA matmuls on the GPU (CompileOptions.warp_specialize,
+.persistent): the tutorial kernel at multiples of the tile and the masked kernel at odd sizes,
+with more programs than SMs, against torch. The kernels are launched by tools/tma_check.py's own
+launcher (the runtime does not launch persistent kernels yet)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+                       reason="needs a Hopper GPU (TMA, wgmma)"),
+]
+
+TOOL = Path(__file__).resolve().parents[3] / "tools" / "tma_check.py"
+
+
+def _tool() -> Any:
+    spec = importlib.util.spec_from_file_location("_tc_tma_check", TOOL)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("mode", ["tma+ws", "persistent"])
+@pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4)], ids=lambda c: "x".join(map(str, c)))
+def test_specialized_matmuls_match_torch(mode: str, cfg: tuple[int, int, int, int, int]) -> None:
+    assert _tool().check_correctness([cfg], (mode,)) == 0
