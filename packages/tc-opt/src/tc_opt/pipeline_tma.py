@@ -123,6 +123,19 @@ def next_slot_and_phase(e: _Emitter, slot: Value, phase: Value, stages: int) -> 
     return nxt, e.select(wrapped, e.binary("xor", phase, e.const(I32, 1)), phase)
 
 
+def read_slot(e: _Emitter, loop: ForOp, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, read: Value,
+              phase: Value) -> None:
+    """At the top of the loop's body (`e`): wait for slot `read`'s copies (the phase of parity
+    `phase` of its barrier), then read the plans' tiles from the slot instead of loading them."""
+    body = loop.body
+    e.add(MBarrierWaitOp.create([bars, read, phase], [], loc=loop.loc))
+    for p, buf in zip(plans, bufs):
+        view = e.subview(buf, read, p.alloc.result.type)
+        replace_uses(body, p.alloc.result, view)
+        body.remove(p.alloc)
+        body.remove(p.load)
+
+
 def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int = 4) -> None:
     """Pipeline `loop` in place with TMA copies for the loads of `plans` (tc_opt.tma.plans_for)."""
     parent = loop.parent
@@ -155,12 +168,7 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
     phase = body.add_arg(I32, "phase")
     ahead = body.add_arg(I32, "ahead_iter")
     top = _Emitter(body, 0)
-    top.add(MBarrierWaitOp.create([bars, read, phase], [], loc=loop.loc))
-    for p, buf in zip(plans, bufs):
-        view = top.subview(buf, read, p.alloc.result.type)
-        replace_uses(body, p.alloc.result, view)
-        body.remove(p.alloc)
-        body.remove(p.load)
+    read_slot(top, loop, plans, bufs, bars, read, phase)
     dot, issue = dot_in_flight(loop, top, stages, num_warps)
     if dot is None:
         top.add(BarrierOp.create([], []))  # every warp is done with slot (i - 1) % S
@@ -175,5 +183,5 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
     replace_loop(f, loop, pre, inits, MBarrierInvalOp.create([bars], [], loc=loop.loc), dot)
 
 
-__all__ = ["BARRIER_LAYOUT", "issue_copies", "materialize", "next_slot_and_phase", "outer_coordinate", "pipeline_loop_tma",
+__all__ = ["BARRIER_LAYOUT", "issue_copies", "materialize", "next_slot_and_phase", "outer_coordinate", "pipeline_loop_tma", "read_slot",
            "start_coordinates", "tile_coordinates"]

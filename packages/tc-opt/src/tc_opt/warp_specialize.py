@@ -69,6 +69,7 @@ from .pipeline_tma import (
     I64,
     issue_copies,
     next_slot_and_phase,
+    read_slot,
     start_coordinates,
     tile_coordinates,
 )
@@ -251,13 +252,7 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     read = body.add_arg(I32, "read_slot")
     phase = body.add_arg(I32, "phase")
     release = body.add_arg(I32, "release_slot")
-    head = _Emitter(body, 0)
-    head.add(MBarrierWaitOp.create([full, read, phase], [], loc=loop.loc))
-    for p, buf in zip(plans, bufs):
-        view = head.subview(buf, read, p.alloc.result.type)
-        replace_uses(body, p.alloc.result, view)
-        body.remove(p.alloc)
-        body.remove(p.load)
+    read_slot(_Emitter(body, 0), loop, plans, bufs, full, read, phase)
     dot = async_dot(loop)
     assert dot is not None
     dot.asynchronous = True
