@@ -119,6 +119,8 @@ def main() -> int:
     measure("tc kernel, data_ptr() + lambda grid (the tutorial's call)",
             lambda: lambda: k(z.data_ptr(), x.data_ptr(), y.data_ptr(), N,
                               grid=lambda opt: (tc.cdiv(N, opt.BLOCK),)))
+    measure("tc kernel, torch tensors as pointers, tuple grid",
+            lambda: lambda: k(z, x, y, N, grid=(1,)))
     measure("tc kernel, explicit stream", lambda: lambda: k(zp, xp, yp, N, grid=(1,), stream=0))
     try:
         import tc_torch

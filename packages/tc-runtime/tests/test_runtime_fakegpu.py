@@ -751,7 +751,10 @@ def test_entry_follows_the_autotuning_key(fake: FakeCuda) -> None:
     for n in (64, 128, 64, 128):
         k(buf.ctypes.data, n, grid=lambda opt: (tc.cdiv(n, opt.BLOCK),))
     assert len(k._fast) == 2 and len(k._records) == 2
-    assert set(k._records) == {(DIV16, 64), (DIV16, 128)}
+    assert set(k._fast) == {(DIV16, DIV16, 64), (DIV16, DIV16, 128)}
+    # the entry's key: N's specialization code as two bits (2: divisible by 16), then N's value
+    assert set(k._records) == {(2, 64), (2, 128)}
+    assert {fastcall.entry_key(k.signature, key) for key in k._fast} == set(k._records)
 
 
 def test_entry_records_keep_the_variants_owner_thread(fake: FakeCuda) -> None:
@@ -776,3 +779,155 @@ def test_entry_records_keep_the_variants_owner_thread(fake: FakeCuda) -> None:
     assert len(k._records) == 2
     owners = {rec[fastcall.RECORD_FIELDS.index("owner")] for rec in k._records.values()}
     assert owners == {v.owner for v in k._fast.values()} == {threading.get_ident()}
+
+
+def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
+    """Record the arguments of every call of the general launch path (patch before creating the
+    kernels: the entry binds it)."""
+    general: list[tuple[object, ...]] = []
+    original = tc.Kernel._call
+
+    def counting(self: tc.Kernel, *args: object, grid: object = None,
+                 stream: object = None) -> None:
+        general.append(args)
+        original(self, *args, grid=grid, stream=stream)
+
+    monkeypatch.setattr(tc.Kernel, "_call", counting)
+    return general
+
+
+class _Tensor:
+    """Torch-like: the address comes from data_ptr()."""
+
+    def __init__(self, address: int) -> None:
+        self.address = address
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+def test_entry_takes_tensors_and_leaves_the_rest_to_the_general_path(
+        fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    general = _count_general(monkeypatch)
+    _add_one(fake)
+    buf = fake.alloc(4 * 64)
+    z = buf.ctypes.data
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    k(_Tensor(z), 64, grid=(2,))
+    assert len(general) == 1
+    k(_Tensor(z), 64, grid=(2,))
+    k(_Tensor(z), 32, grid=lambda opt: (tc.cdiv(32, opt.BLOCK),))
+    assert len(general) == 1  # tensors launch through the entry
+    np.testing.assert_array_equal(_floats(buf)[:32], 3)
+    np.testing.assert_array_equal(_floats(buf)[32:], 2)
+    # a misaligned tensor is another specialization: the general path compiles it
+    k(_Tensor(z + 4), 8, grid=(1,))
+    assert len(general) == 2 and sorted(s for _, s in k._compiled) == [(0, 0), (16, 16)]
+    np.testing.assert_array_equal(_floats(buf)[:10], [3, 4, 4, 4, 4, 4, 4, 4, 4, 3])
+
+    # what is no pointer gets the general path's error, with nothing chained from the entry
+    class Broken:
+        def data_ptr(self) -> int:
+            raise RuntimeError("no storage")
+
+    class Floating:
+        def data_ptr(self) -> float:
+            return 1.5
+
+    with pytest.raises(RuntimeError, match="no storage") as info:
+        k(Broken(), 64, grid=(2,))
+    assert info.value.__context__ is None
+    with pytest.raises(TypeError, match=r"argument 1 \('z'\) .* must be a pointer.*got float"):
+        k(Floating(), 64, grid=(2,))
+    with pytest.raises(TypeError, match=r"argument 1 \('z'\) .* must be a pointer") as terr:
+        k(True, 64, grid=(2,))
+    assert terr.value.__context__ is None
+    with pytest.raises(TypeError, match=r"takes 2 arguments, got 1"):
+        k(_Tensor(z), grid=(2,))
+    assert fake.launches == 4
+
+
+FILL_SRC = """
+__global__ void fill(float* z, int N, float v) {
+    int off[BLOCK] = get_program_id(0) * BLOCK + (0 ... BLOCK);
+    *?(off < N)(z + off) = v;
+}
+"""
+
+
+def test_entry_reports_argument_counts_like_the_general_path(
+        fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    general = _count_general(monkeypatch)
+    buf = fake.alloc(4 * 64)
+    z = buf.ctypes.data
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    k(z, 64, grid=(2,))
+    for args, got in (((z,), 1), ((), 0), ((z, 64, 1), 3), ((z, 64, 1, 2), 4)):
+        with pytest.raises(TypeError, match=rf"acc\(z: float\*, N: int\) takes 2 arguments, "
+                                            rf"got {got}$") as info:
+            k(*args, grid=(2,))
+        assert info.value.__context__ is None
+        assert general[-1] == args
+    with pytest.raises(TypeError, match="N"):  # no other keyword than grid and stream
+        k(z, 64, grid=(2,), N=3)  # type: ignore[call-arg]
+    # the last argument is a float, which is not part of the key: a missing one is noticed too
+    values: list[float] = []
+    fake.kernels["fill"] = lambda params, grid: values.append(
+        ctypes.c_float.from_address(params[2]).value)
+    f = tc.kernel(FILL_SRC, device="cuda:0", defines={"BLOCK": 32})
+    f(z, 64, 2.5, grid=(2,))
+    calls = len(general)
+    f(z, 64, 0.5, grid=(2,))
+    assert len(general) == calls and values == [2.5, 0.5]
+    with pytest.raises(TypeError, match=r"takes 3 arguments, got 2$"):
+        f(z, 64, grid=(2,))
+    with pytest.raises(TypeError, match=r"argument 3 \('v'\) .* must be a number"):
+        f(z, 64, "x", grid=(2,))
+    assert values == [2.5, 0.5]
+
+
+ROWS_SRC = """
+__global__ void copy_rows(float* dst, float* src, int M, int N, int stride_d, int stride_s) {
+    int row = get_program_id(0);
+    int off[BLOCK] = 0 ... BLOCK;
+    bool mask[BLOCK] = (off < N) & (row < M);
+    *?(mask)(dst + row * stride_d + off) = *?(mask)(src + row * stride_s + off);
+}
+"""
+
+
+def test_entry_key_of_several_integers(fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the integers' specialization codes are two bits each of one int key
+    general = _count_general(monkeypatch)
+    launched: list[tuple[int, ...]] = []
+    fake.kernels["copy_rows"] = lambda params, grid: launched.append(tuple(
+        ctypes.c_int32.from_address(p).value for p in params[2:6]))
+    buf = fake.alloc(4 * 64 * 64 * 2)
+    d, s = buf.ctypes.data, buf.ctypes.data + 4 * 64 * 64
+    k = tc.kernel(ROWS_SRC, device="cuda:0", defines={"BLOCK": 64})
+    shapes = [(64, 64, 64, 64), (1, 17, 64, 1), (3, 16, 1, 48)]
+    for shape in shapes:
+        k(d, s, *shape, grid=(shape[0],))
+    assert len(general) == 3
+    # M, N, stride_d, stride_s at bits 0-1, 2-3, 4-5, 6-7 (2: divisible by 16, 1: equal to 1)
+    assert set(k._records) == {2 | 2 << 2 | 2 << 4 | 2 << 6, 1 | 0 << 2 | 2 << 4 | 1 << 6,
+                               0 | 2 << 2 | 1 << 4 | 2 << 6}
+    assert {fastcall.entry_key(k.signature, key) for key in k._fast} == set(k._records)
+    for shape in shapes + [(32, 32, 128, 16), (7, 1, 9, 1)]:
+        k(d, s, *shape, grid=(shape[0],))
+    assert len(general) == 4  # only the new pattern (NONE, ONE, NONE, ONE) took it
+    assert launched == shapes + shapes + [(32, 32, 128, 16), (7, 1, 9, 1)]
+
+
+def test_entry_without_torch_launches_on_the_default_stream(
+        fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no torch: the stream getter is the default one, which the entry inlines as 0
+    general = _count_general(monkeypatch)
+    monkeypatch.setattr(driver, "stream_getter", lambda index: driver._default_stream)
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    for stream in (None, None, 0, 5, 5, None):
+        k(buf.ctypes.data, 64, grid=(2,), stream=stream)
+    assert len(general) == 1 and "stream_fn" not in k._entry.__code__.co_names
+    streams = [c[4] for c in fake.calls if c[0] == "launch"]
+    assert streams == [0, 0, 0, 5, 5, 0]
