@@ -679,15 +679,7 @@ def test_cached_launches_take_the_generated_entry(fake: FakeCuda,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # every call of the general path is counted: after the first launch, the common forms of a
     # call (tuple or function grid of 1-3 ints, default or int stream) must launch without it
-    general: list[tuple[object, ...]] = []
-    original = tc.Kernel._call
-
-    def counting(self: tc.Kernel, *args: object, grid: object = None,
-                 stream: object = None) -> None:
-        general.append(args)
-        original(self, *args, grid=grid, stream=stream)
-
-    monkeypatch.setattr(tc.Kernel, "_call", counting)
+    general = _count_general(monkeypatch)
     monkeypatch.setattr(driver, "stream_getter", lambda index: lambda i: 9000 + i)
     _add_one(fake)
     buf = fake.alloc(4 * 64)
