@@ -7,6 +7,7 @@ Each provider launches repeatedly in batches shorter than the launch queue (so t
 the host wait), with a synchronisation between batches outside the timed region; the table gives
 the median over batches of the host microseconds per call. Providers that cannot be imported are
 listed as unavailable. Also prints the breakdown of tc's launch path and the bare driver call.
+The verdict (tc at most CuPy's and Triton's) compares tc and the peers timed in interleaved rounds.
 """
 
 from __future__ import annotations
@@ -43,15 +44,18 @@ extern "C" __global__ void add(float* z, const float* x, const float* y, int n) 
 N = 1024
 BATCH = 200
 BATCHES = 30
+#: The verdict's interleaved rounds, and the batches each provider gets per round.
+ROUNDS = 9
+ROUND_BATCHES = 8
 
 
-def per_call_us(fn: Callable[[], object], sync: Callable[[], object]) -> float:
+def per_call_us(fn: Callable[[], object], sync: Callable[[], object], batches: int = BATCHES) -> float:
     """Median over batches of host microseconds per call."""
     for _ in range(3 * BATCH):  # warm-up: compilation, caches, lazy loading
         fn()
     sync()
     samples = []
-    for _ in range(BATCHES):
+    for _ in range(batches):
         sync()
         t0 = time.perf_counter()
         for _ in range(BATCH):
@@ -84,12 +88,14 @@ def main() -> int:
     z = torch.empty_like(x)
     zp, xp, yp = z.data_ptr(), x.data_ptr(), y.data_ptr()
     results: dict[str, float | str] = {}
+    callers: dict[str, Callable[[], object]] = {}
 
     def measure(name: str, make: Callable[[], Callable[[], object]]) -> None:
         try:
             fn = make()
             fn()
             sync()
+            callers[name] = fn
             results[name] = per_call_us(fn, sync)
         except Exception as exc:  # a missing peer must not hide the others
             results[name] = f"unavailable ({type(exc).__name__}: {str(exc)[:80]})"
@@ -178,9 +184,26 @@ def main() -> int:
             lambda: lambda: raw(ch, 1, 1, 1, fn.block_x, 1, 1, fn.shared_bytes, None,
                                 v.packer.pointers, None))
 
-    tc_us = results["tc kernel, int pointers, tuple grid (default back end)"]
-    triton_us = results["Triton 3.x @triton.jit kernel[(1,)](x, y, z, n, BLOCK=1024)"]
-    cupy_us = results["CuPy RawKernel((1,), (1024,), (z, x, y, n))"]
+    # --- the verdict: tc and the peers in interleaved rounds (the host's speed drifts during a
+    # run: measured one after the other, one provider can get a slow stretch to itself)
+    tc_name = f"tc kernel, int pointers, tuple grid [{default}]"
+    triton_name = "Triton 3.x @triton.jit kernel[(1,)](x, y, z, n, BLOCK=1024)"
+    cupy_name = "CuPy RawKernel((1,), (1024,), (z, x, y, n))"
+    rivals = {name: callers[name] for name in (tc_name, cupy_name, triton_name) if name in callers}
+    rounds: dict[str, list[float]] = {name: [] for name in rivals}
+    for _ in range(ROUNDS):
+        for name, call in rivals.items():
+            rounds[name].append(per_call_us(call, sync, batches=ROUND_BATCHES))
+    print(f"\ninterleaved, {ROUNDS} rounds (us per call, median; per round):")
+    for name, values in rounds.items():
+        results[f"interleaved: {name}"] = float(statistics.median(values))
+        print(f"  {name:56s} {statistics.median(values):7.2f}  " + " ".join(f"{v:.2f}" for v in values))
+    if tc_name in rounds and cupy_name in rounds:
+        ratios = [t / c for t, c in zip(rounds[tc_name], rounds[cupy_name])]
+        print("  tc / CuPy per round: " + " ".join(f"{r:.2f}" for r in ratios))
+    tc_us = results.get(f"interleaved: {tc_name}", "unavailable")
+    triton_us = results.get(f"interleaved: {triton_name}", "unavailable")
+    cupy_us = results.get(f"interleaved: {cupy_name}", "unavailable")
     print()
     for peer, us in (("Triton", triton_us), ("CuPy", cupy_us)):
         if isinstance(tc_us, float) and isinstance(us, float):

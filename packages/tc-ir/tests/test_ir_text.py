@@ -97,6 +97,8 @@ def every_op_module() -> O.Module:
       stride=(1, 2), box=(16, 16), swizzle=64)
     e(O.MBarrierWaitOp, [bars, one0, one0], [])
     e(O.MBarrierArriveOp, [bars, one0, yes], [])
+    e(O.TmaStoreOp, [fm, one0, n], [], descriptor=2, base=0, fast=1, extents=(1, 0, -1, 2147483647),
+      stride=(1, 1), box=(16, 16), swizzle=32)
     # warp specialization: a producer region and a consumer region
     pb, cb = O.Block(), O.Block()
     Emit(pb)(O.MBarrierWaitOp, [bars, one0, one0], [])

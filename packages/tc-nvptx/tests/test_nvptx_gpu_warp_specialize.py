@@ -1,5 +1,5 @@
-"""Warp-specialized and persistent TMA matmuls on the GPU (CompileOptions.warp_specialize,
-.persistent): the tutorial kernel at multiples of the tile and the masked kernel at odd sizes,
+"""Warp-specialized and persistent TMA matmuls, and TMA bulk-store epilogues, on the GPU
+(CompileOptions.warp_specialize, .persistent, .tma_store): the tutorial kernel at multiples of the tile and the masked kernel at odd sizes,
 with more programs than SMs, against torch. The kernels are launched by tools/tma_check.py's own
 launcher (the runtime does not launch persistent kernels yet)."""
 
@@ -33,4 +33,12 @@ def _tool() -> Any:
 @pytest.mark.parametrize("mode", ["tma+ws", "persistent"])
 @pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4)], ids=lambda c: "x".join(map(str, c)))
 def test_specialized_matmuls_match_torch(mode: str, cfg: tuple[int, int, int, int, int]) -> None:
+    assert _tool().check_correctness([cfg], (mode,)) == 0
+
+
+@pytest.mark.parametrize("mode", ["tma+store", "ws+store", "persistent+store"])
+@pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 4), (128, 128, 64, 4, 4)], ids=lambda c: "x".join(map(str, c)))
+def test_tma_store_epilogues_match_torch(mode: str, cfg: tuple[int, int, int, int, int]) -> None:
+    """At the masked kernel's odd sizes the map's extents must clip the bulk stores: C lies inside
+    a larger matrix whose other elements must keep their sentinel (tma_check.check_correctness)."""
     assert _tool().check_correctness([cfg], (mode,)) == 0

@@ -18,11 +18,13 @@ KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
 ALIGNED = ("16", "16", "16", None, None, None, "16", "16", "16")
 
 
-def _compile(stages: int = 4, warps: int = 8, tma: bool = True, nb: int = 256) -> CompiledKernel:
+def _compile(stages: int = 4, warps: int = 8, tma: bool = True, nb: int = 256, *, tma_store: bool = False,
+             warp_specialize: bool = False, persistent: bool = False) -> CompiledKernel:
     return compile((KERNELS / "matmul_tutorial.tc").read_text(),
                    defines={"TYPE": "half", "MB": 128, "NB": nb, "KB": 64},
                    options=CompileOptions(arch="sm_90", num_warps=warps, num_stages=stages, specialization=ALIGNED,
-                                          tma=tma))
+                                          tma=tma, tma_store=tma_store, warp_specialize=warp_specialize,
+                                          persistent=persistent))
 
 
 def test_ptx_of_tma_pipeline() -> None:
@@ -148,3 +150,40 @@ CHECK: wgmma.mma_async
     assert len(re.findall(r"cp\.async\.bulk\.tensor", k.ptx)) == 2 * 3
     assert "cp.async.cg" not in k.ptx and "cp.async.ca" not in k.ptx
     assert k.cubin and k.spills == 0
+
+
+def test_ptx_of_tma_store_epilogue() -> None:
+    """CompileOptions.tma_store: the accumulator is written once to two swizzled panel buffers
+    (64 four-byte stores per thread: 128 fp16 values in pairs), each of the four 64-column panels
+    is one bulk tensor store issued by thread 0 after a proxy fence and a barrier, the third and
+    fourth wait until the store two panels back has read its buffer; no global store remains."""
+    k = _compile(tma_store=True)
+    ptx = k.ptx
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group", ptx)) == 4
+    assert len(re.findall(r"cp\.async\.bulk\.commit_group", ptx)) == 4
+    assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read 1;", ptx)) == 2
+    assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read 0;", ptx)) == 1
+    assert len(re.findall(r"fence\.proxy\.async\.shared::cta", ptx)) == 4
+    assert len(re.findall(r"st\.shared\.b32", ptx)) == 64
+    assert "st.global" not in ptx
+    filecheck(ptx, """
+CHECK: .param .align 64 .b8 dot_param_11[128]
+CHECK: wgmma.wait_group.sync.aligned 0;
+CHECK: st.shared.b32
+CHECK: fence.proxy.async.shared::cta;
+CHECK: bar.sync
+CHECK: @%p{{[0-9]+}} cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}];
+CHECK: cp.async.bulk.commit_group;
+CHECK: cp.async.bulk.wait_group.read 1;
+CHECK: cp.async.bulk.wait_group.read 0;
+""")
+    # the destination's map: C (argument 2), extents N and M (the store's mask), rows of stride_c_0
+    assert k.tensor_maps[2] == {"base": 2, "element": "f16", "extents": [4, 0, 3, 0], "stride": [8, 1],
+                                "box": [64, 128], "swizzle": 128}
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+@pytest.mark.parametrize("ws,persistent", [(False, False), (True, False), (True, True)])
+def test_tma_store_epilogues_assemble(ws: bool, persistent: bool) -> None:
+    k = _compile(tma_store=True, warp_specialize=ws, persistent=persistent)
+    assert k.cubin and k.spills == 0 and len(k.tensor_maps) == 3

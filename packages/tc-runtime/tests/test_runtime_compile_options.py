@@ -38,8 +38,8 @@ def test_tf32_reaches_the_compiler() -> None:
 
 def test_options_are_part_of_the_cache_key() -> None:
     keys = {kernel_key(base_key("src", "f", None, {}, compile_options(**o)), "sm_90",
-                       4, 3, []) for o in ({}, {"fp32_dot": "tf32"}, {"precise_math": True})}
-    assert len(keys) == 3
+                       4, 3, []) for o in ({}, {"fp32_dot": "tf32"}, {"precise_math": True}, {"tma_store": True})}
+    assert len(keys) == 4
     # the defaults add nothing: kernels without options keep their earlier cache entries
     assert base_key("src", "f", None, {}, compile_options()) == base_key("src", "f",
                                                                                     None, {})
@@ -50,6 +50,8 @@ def test_bad_options_are_clear_errors() -> None:
         tc.kernel(DOT, device="cpu", fp32_dot="tf16")
     with pytest.raises(TypeError, match="precise_math must be True or False"):
         tc.kernel(DOT, device="cpu", precise_math=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tma_store must be True or False"):
+        tc.kernel(DOT, device="cpu", tma_store="yes")  # type: ignore[arg-type]
 
 
 def test_interpreter_accepts_the_options() -> None:
@@ -75,3 +77,18 @@ def test_precise_math_reaches_the_compiler() -> None:
     precise = tc.build(EXP, arch="sm_90", precise_math=True).ptx
     assert "ex2.approx" in fast  # the language's exp is the fast one by default
     assert ".approx" not in precise
+
+
+TUTORIAL = (Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
+
+
+def test_tma_store_reaches_the_compiler() -> None:
+    """With tma_store=True the matmul's epilogue is bulk tensor stores and the binary lists the
+    destination's tensor map (which the launch encodes like the operands' maps)."""
+    spec = ["divisible_by_16"] * 3 + [None] * 3 + ["divisible_by_16"] * 3
+    defines = {"TYPE": "half", "MB": 128, "NB": 128, "KB": 64}
+    plain = tc.build(TUTORIAL, arch="sm_90", defines=defines, specialization=spec)
+    bulk = tc.build(TUTORIAL, arch="sm_90", defines=defines, specialization=spec, tma_store=True)
+    assert "bulk_group" not in plain.ptx and "st.global" in plain.ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in bulk.ptx and "st.global" not in bulk.ptx
+    assert len(bulk.tensor_maps) == len(plain.tensor_maps) + 1 and bulk.tensor_maps[-1]["base"] == 2

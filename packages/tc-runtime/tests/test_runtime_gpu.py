@@ -160,3 +160,30 @@ def test_do_bench_times_a_kernel(backend: str, monkeypatch: pytest.MonkeyPatch) 
     assert 0 < lo <= med <= hi < 50  # 128 MB read + written: well under a millisecond or two
     assert k.info["registers"] > 0 and k.info["spills"] == 0 and k.info["shared_bytes"] >= 0
     assert ".entry acc" in k.asm("ptx") and bytes.fromhex(k.asm("cubin"))[:4] == b"\x7fELF"
+
+
+TUTORIAL = (Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
+
+
+@pytest.mark.parametrize("m,n,k", [(384, 512, 256), (300, 200, 128), (130, 1000, 64)])
+def test_matmul_with_tma_store_through_the_runtime(m: int, n: int, k: int) -> None:
+    """tma_store=True through tc.kernel: the runtime encodes the destination's tensor map next to
+    the operands'; at sizes that are not multiples of the tile the map's extents (the store's mask)
+    keep the bulk stores inside C, which lies in a larger matrix that must keep its sentinel. Odd
+    leading dimensions take the variant without TMA, which must agree too."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA needs a Hopper GPU")
+    kern = tc.kernel(TUTORIAL, defines={"TYPE": "half", "MB": 128, "NB": 128, "KB": 64}, num_warps=4,
+                     num_stages=3, tma_store=True)
+    a = torch.randn(m + 128, k, device="cuda", dtype=torch.float16)  # (the loads are unmasked)
+    b = torch.randn(k, n + 128, device="cuda", dtype=torch.float16)
+    for pad in (64, 65):  # ldc multiple of 16 bytes (TMA), then not (the plain variant)
+        outside = torch.full((m + 64, n + pad), -7.0, device="cuda", dtype=torch.float16)
+        c = outside[:m, :n]
+        kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, a.stride(0), b.stride(0), c.stride(0),
+             grid=lambda opt: (tc.cdiv(m, 128) * tc.cdiv(n, 128),))
+        torch.cuda.synchronize()
+        ref = a[:m].float() @ b[:, :n].float()
+        torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)
+        assert (outside[m:] == -7.0).all() and (outside[:m, n:] == -7.0).all(), f"wrote outside C (pad {pad})"

@@ -763,6 +763,28 @@ class TmaLoadOp(Operation):
 
 @register
 @attrs.define(eq=False, kw_only=True)
+class TmaStoreOp(Operation):
+    """operands: value (a 2-D register tile), then one i32 coordinate per dimension of the map
+    (the element of the global tensor that value[0, 0] goes to): the tile's dimensions, then the
+    map's outer ones (box 1). The tile is written to shared memory in swizzled panels (one per
+    box: `box[0]` elements of the map's contiguous dimension `fast` of the tile), and one thread
+    copies each panel to global memory with a bulk tensor store through tensor map `descriptor`;
+    elements outside the map's extents are not written (the mask of the store it replaces). The
+    map's attributes are those of tc.tma_load."""
+
+    NAME = "tc.tma_store"
+    HAS_SIDE_EFFECTS = True
+    descriptor: int = 0
+    base: int = 0
+    fast: int = 1
+    extents: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    stride: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    box: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    swizzle: int = 128
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
 class WarpSpecializeOp(Operation):
     """Warp specialization (tc_opt.warp_specialize). regions: [producer, consumer], each ending in
     an empty YieldOp. The kernel runs with `producer_warps` warps more than its layouts use: those

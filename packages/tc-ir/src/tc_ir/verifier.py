@@ -528,6 +528,21 @@ def _tma_load(op: O.TmaLoadOp) -> None:
     _check(op.swizzle in (32, 64, 128), f"swizzle must be 32, 64 or 128 bytes, not {op.swizzle!r}")
 
 
+@_rule(O.TmaStoreOp)
+def _tma_store(op: O.TmaStoreOp) -> None:
+    rank = len(op.box)
+    _check(2 <= rank <= 5 and all(b == 1 for b in op.box[2:]),
+           "tma_store needs a map of rank 2 to 5 with outer boxes of 1")
+    _count(op, 1 + rank, 0)
+    t = op.operands[0].type
+    _check(isinstance(t, TileType) and t.rank == 2, "tma_store stores a 2-D tile")
+    _check(all(v.type == I32 for v in op.operands[1:]), "tma_store coordinates must be i32")
+    _check(op.fast in (0, 1), f"tma_store: fast must be 0 or 1, not {op.fast!r}")
+    _check(len(op.extents) == 2 * rank and len(op.stride) == 2 * (rank - 1),
+           f"tma_store of a rank-{rank} map needs {rank} extents and {rank - 1} strides")
+    _check(op.swizzle in (32, 64, 128), f"swizzle must be 32, 64 or 128 bytes, not {op.swizzle!r}")
+
+
 def _yield_types(block: O.Block, term: type[O.Operation]) -> list[IRType]:
     last = block.terminator
     _check(isinstance(last, term), f"region must end with {term.NAME}")

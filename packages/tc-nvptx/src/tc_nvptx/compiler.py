@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from tc_ir.ops import DotOp, Module, TmaLoadOp
+from tc_ir.ops import DotOp, Module, TmaLoadOp, TmaStoreOp
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
@@ -130,7 +130,7 @@ def tensor_maps_of(module: Module) -> list[dict[str, Any]]:
     """The tensor maps the kernel's TMA copies read, in parameter order (one per descriptor)."""
     out: dict[int, dict[str, Any]] = {}
     for op in module.walk():
-        if isinstance(op, TmaLoadOp) and int(op.descriptor) not in out:
+        if isinstance(op, (TmaLoadOp, TmaStoreOp)) and int(op.descriptor) not in out:
             t = op.operands[0].type
             out[int(op.descriptor)] = {
                 "base": int(op.base), "element": str(t.element),  # type: ignore[union-attr]

@@ -20,12 +20,18 @@ from tc_ir.ops import (
     MBarrierInitOp,
     MBarrierInvalOp,
     MBarrierWaitOp,
+    Operation,
     TmaLoadOp,
+    TmaStoreOp,
     WarpSpecializeOp,
 )
+from tc_ir.types import ScalarType, TileType
+from tc_opt.shared_alloc import runs_first_in_shared_memory
+from tc_opt.tma_store import SWIZZLE, panel_buffers
 
 from .context import Ctx, lowering_error
-from .llvm_types import I32
+from .layout_math import DimMap, ThreadMap
+from .llvm_types import I32, llvm_type
 from .lower_async import view_of
 from .lowerings import lowers
 from .swizzle import SharedView
@@ -38,14 +44,14 @@ PARAM_PREFIX = "tc_tma_"
 
 def tensor_map_count(f: Function) -> int:
     """How many tensor maps the kernel's TMA copies use (hidden parameters after the user's)."""
-    return max((int(op.descriptor) + 1 for op in f.walk() if isinstance(op, TmaLoadOp)), default=0)
+    return max((int(op.descriptor) + 1 for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
 
 
 def _barrier(ctx: Ctx, bars: SharedView, index: ir.Value | int) -> ir.Value:
     return bars.address(ctx, [index])
 
 
-def _tensor_map(ctx: Ctx, k: int, op: TmaLoadOp) -> ir.Value:
+def _tensor_map(ctx: Ctx, k: int, op: Operation) -> ir.Value:
     params = getattr(ctx, "tma_params", None) or []
     if k >= len(params):
         raise lowering_error(f"internal error: no kernel parameter for tensor map {k}", op.loc)
@@ -152,6 +158,117 @@ def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
         inner = b.add(coords[fast], ir.Constant(I32, p * width)) if p else coords[fast]
         ctx.asm(ir.VoidType(), text, constraints, [pred, smem, desc, inner, coords[slow], *outer, bar],
                 side_effect=True)
+
+
+def _thread_span(d: DimMap) -> int:
+    """The largest coordinate a thread's base takes along `d` (offsets are added to it)."""
+    if d.mode in ("one", "all"):
+        return 0
+    if d.warp_step:
+        top = (d.tpw - 1) * d.spt + (d.wpc - 1) * d.warp_step
+    else:
+        top = (d.wpc * d.tpw - 1) * d.spt
+    return min(top, d.size - 1) if d.mode == "wrap" else top
+
+
+def _vector_width(m: ThreadMap, fast: int, element_bytes: int) -> int:
+    """Elements per shared-memory store: consecutive along the contiguous dimension in every
+    thread, starting at a multiple of the width (at most 16 bytes, within one swizzle unit)."""
+    d = m.dims[fast]
+    keys = set(m.keys)
+    vw = 16 // element_bytes
+    while vw > 1:
+        aligned = d.mode in ("one", "all") or (d.spt % vw == 0 and d.warp_step % vw == 0 and d.size % vw == 0)
+        if aligned and all(tuple(k[:fast]) + (k[fast] - k[fast] % vw + i,) + tuple(k[fast + 1:]) in keys
+                           for k in keys for i in range(vw)):
+            return vw
+        vw //= 2
+    return 1
+
+
+@lowers("tc.tma_store")
+def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
+    """Write the tile into swizzled panel buffers (shared memory), then one thread issues a bulk
+    tensor store per panel. With two buffers for more panels, panel j waits until the store of
+    panel j - 2 has read its buffer; the issuing thread waits for the last reads at the end."""
+    b = ctx.b
+    src = ctx.tile(op.operands[0])
+    t = op.operands[0].type
+    assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
+    fast, slow = int(op.fast), 1 - int(op.fast)
+    eb = t.element.bytes
+    panel = int(op.box[0])
+    panels = t.shape[fast] // panel
+    nbuf = panel_buffers(op)
+    buf_bytes = t.shape[slow] * SWIZZLE
+    m = src.map
+    span = _thread_span(m.dims[fast])
+    vw = _vector_width(m, fast, eb)
+    chunked = nbuf < panels  # one panel per step, else the whole tile in one
+    steps = [[p] for p in range(panels)] if chunked else [list(range(panels))]
+    by_step: dict[int, list[tuple[int, ...]]] = {}
+    for key in m.keys:
+        if key[fast] % vw:
+            continue  # (stored with the vector that starts before it)
+        p = key[fast] // panel
+        if chunked and (key[fast] + span) // panel != p:
+            raise lowering_error("internal error: tma_store panels are not known per register", op.loc)
+        by_step.setdefault(p if chunked else 0, []).append(key)
+    base = ctx.smem_ptr(op)
+    row0, col0 = ctx.base(m.dims[slow]), ctx.base(m.dims[fast])
+    leader = ctx.thread0()
+    coords = [ctx.scalar(v) for v in op.operands[1:]]
+    rank = len(coords)
+    desc = _tensor_map(ctx, int(op.descriptor), op)
+    issue = leader
+    ext = list(op.extents)
+    f = ctx.function
+    for arg, offset in zip(ext[::2], ext[1::2]):  # an empty matrix: the runtime's extent 1 must not be written
+        if arg >= 0:
+            size = b.add(ctx.scalar(f.args[arg]), ir.Constant(I32, offset)) if offset else ctx.scalar(f.args[arg])
+            issue = b.and_(issue, b.icmp_signed(">", size, ir.Constant(I32, 0)))
+    places = ", ".join(f"${3 + d}" for d in range(rank))
+    copy = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {{{places}}}], [$2];"
+    etype = llvm_type(t.element)
+    for j, step in enumerate(steps):
+        if j >= nbuf:  # the store of panel j - nbuf has read this buffer
+            ctx.asm(ir.VoidType(), f"@$0 cp.async.bulk.wait_group.read {nbuf - 1};", "b,~{memory}", [leader],
+                    side_effect=True)
+            ctx.barrier()
+        elif j == 0 and not runs_first_in_shared_memory(f, ctx.alloc, op):
+            ctx.barrier()  # earlier users of this shared memory are done
+        for key in by_step.get(j, []):
+            r = b.add(row0, ir.Constant(I32, key[slow])) if key[slow] else row0
+            if chunked:
+                c = b.add(col0, ir.Constant(I32, key[fast] % panel)) if key[fast] % panel else col0
+                buf: ir.Value = ir.Constant(I32, (key[fast] // panel) % nbuf * buf_bytes)
+            else:
+                cc = b.add(col0, ir.Constant(I32, key[fast])) if key[fast] else col0
+                c = b.and_(cc, ir.Constant(I32, panel - 1))
+                buf = b.mul(b.lshr(cc, ir.Constant(I32, panel.bit_length() - 1)), ir.Constant(I32, buf_bytes))
+            byte = b.mul(c, ir.Constant(I32, eb))
+            unit = b.xor(b.lshr(byte, ir.Constant(I32, 4)), b.and_(r, ir.Constant(I32, 7)))
+            off = b.add(b.add(buf, b.mul(r, ir.Constant(I32, SWIZZLE))),
+                        b.add(b.shl(unit, ir.Constant(I32, 4)), b.and_(byte, ir.Constant(I32, 15))))
+            ptr = b.gep(base, [off], inbounds=True, source_etype=ir.IntType(8))
+            vals = [src.vals[tuple(key[:fast]) + (key[fast] + i,) + tuple(key[fast + 1:])] for i in range(vw)]
+            if vw == 1:
+                b.store(vals[0], ptr).align = eb
+            else:
+                vec: ir.Value = ir.Constant(ir.VectorType(etype, vw), None)
+                for i, v in enumerate(vals):
+                    vec = b.insert_element(vec, v, ir.Constant(I32, i))
+                b.store(vec, ptr).align = vw * eb
+        # the threads' writes (generic proxy) before the copy reads them (async proxy)
+        ctx.asm(ir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
+        ctx.barrier()
+        for p in step:
+            smem = b.gep(base, [ir.Constant(I32, p % nbuf * buf_bytes)], inbounds=True, source_etype=ir.IntType(8))
+            inner = b.add(coords[fast], ir.Constant(I32, p * panel)) if p else coords[fast]
+            ctx.asm(ir.VoidType(), copy, "b,l,r," + ",".join("r" * rank) + ",~{memory}",
+                    [issue, desc, smem, inner, coords[slow], *coords[2:]], side_effect=True)
+        ctx.asm(ir.VoidType(), "@$0 cp.async.bulk.commit_group;", "b,~{memory}", [leader], side_effect=True)
+    ctx.asm(ir.VoidType(), "@$0 cp.async.bulk.wait_group.read 0;", "b,~{memory}", [leader], side_effect=True)
 
 
 __all__ = ["PARAM_PREFIX", "TENSOR_MAP_BYTES", "tensor_map_count"]

@@ -69,6 +69,9 @@ class CompileOptions:
     #: mbarriers (tc_opt.tma says which; the runtime passes their tensor maps), not cp.async.
     #: On by default: measured faster on an H100 (BENCHMARKS.md, 2026-11-24); False keeps cp.async.
     tma: bool = True
+    #: Hopper, with `tma`: stores of whole 2-D tiles (a matmul's epilogue) become TMA bulk stores
+    #: from swizzled shared panels (tc_opt.tma_store), the mask becoming the map's extents.
+    tma_store: bool = False
     #: Hopper, with `tma`: a TMA-pipelined wgmma loop gets a producer warp of its own
     #: (tc_opt.warp_specialize; the launch has one warp more than num_warps).
     warp_specialize: bool = False

@@ -20,6 +20,7 @@ from .resources import CheckResources
 from .shared_alloc import AllocateShared
 from .specialize import SpecializeArguments
 from .stage_dot_operands import StageDotOperands
+from .tma_store import TmaStores
 
 
 def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
@@ -45,6 +46,8 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         DeadCodeElimination(o),
         StageDotOperands(o),
         PipelineLoops(o),
+        TmaStores(o),
+        DeadCodeElimination(o),
         AllocateShared(o),
         CheckResources(o),
     ]

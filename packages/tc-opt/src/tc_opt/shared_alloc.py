@@ -22,6 +22,7 @@ from tc_ir.ops import (
     Operation,
     ReduceOp,
     ReshapeOp,
+    TmaStoreOp,
     TransOp,
     WhileOp,
 )
@@ -48,6 +49,8 @@ def alignment(op: Operation) -> int:
     if isinstance(op, LocalAllocOp) and isinstance(t, TileType) and isinstance(t.layout, Shared):
         if t.layout.vec > 1 and t.layout.max_phase > 1:
             return SWIZZLED_ALIGN
+    if isinstance(op, TmaStoreOp):
+        return SWIZZLED_ALIGN  # its panels are 128-byte swizzled
     return ALIGN
 
 
@@ -155,6 +158,10 @@ def scratch_bytes(op: Operation) -> int:
         res = op.result.type
         numel = res.numel if isinstance(res, TileType) else 1
         return warps * numel * max(4, storage_bytes(src))
+    if isinstance(op, TmaStoreOp):
+        from .tma_store import scratch_bytes as tma_store_bytes
+
+        return tma_store_bytes(op)
     if isinstance(op, (AtomicRMWOp, AtomicCASOp)) and op.results and not isinstance(op.result.type, TileType):
         return SCALAR_SLOT_BYTES  # thread 0 broadcasts the old value of a scalar atomic
     return 0

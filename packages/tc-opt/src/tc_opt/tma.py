@@ -447,7 +447,7 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
                 return None
             at_lb = _lin_add({k: c for k, c in bound.items() if k is not iv}, {None: bound.get(iv, 0) * lb})
             ext = _lin_add(_lin_add(at_lb, idx.base, -1), start[d])
-            ext_extent = _extent_of(f, ext, loop)
+            ext_extent = _extent_of(f, ext)
             if ext_extent is None:
                 return None
             extent[d] = ext_extent
@@ -455,7 +455,7 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
                    (extent[0], extent[1]), sw[0], sw[1], tuple(outer))
 
 
-def _extent_of(f: Function, lin: Lin, loop: ForOp) -> tuple[int, int] | None:
+def _extent_of(f: Function, lin: Lin) -> tuple[int, int] | None:
     """A form the runtime can evaluate from the arguments: argument + constant, or a constant."""
     offset = lin.get(None, 0)
     vars_ = [k for k in lin if k is not None]

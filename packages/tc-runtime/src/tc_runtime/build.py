@@ -66,12 +66,13 @@ def build(source: str, *, arch: str = "sm_90", defines: Mapping[str, object] | N
           num_warps: int = 4, num_stages: int = 3, name: str | None = None,
           specialization: Sequence[str | None] | None = None,
           filename: str = "<source>", fp32_dot: str = "ieee",
-          precise_math: bool = False, tma: bool = True) -> KernelBinary:
+          precise_math: bool = False, tma: bool = True,
+          tma_store: bool = False) -> KernelBinary:
     """Compile one kernel ahead of time (through the disk cache) for `arch`; no GPU needed.
     `specialization` holds one entry per argument ("divisible_by_16", "equal_to_1" or None);
     by default nothing is assumed. Save it with `tc_runtime.save` and launch it anywhere with
-    `tc_runtime.load`. `fp32_dot`, `precise_math` and `tma` as for `tc_runtime.kernel`."""
-    options = compile_options(fp32_dot, precise_math, tma)
+    `tc_runtime.load`. `fp32_dot`, `precise_math`, `tma` and `tma_store` as for `tc_runtime.kernel`."""
+    options = compile_options(fp32_dot, precise_math, tma, tma_store)
     fixed, axes = normalize_defines(defines)
     if axes:
         raise ValueError(f"build compiles one configuration; give single values for "

@@ -146,7 +146,8 @@ class Kernel(functools.partial[None]):
                  autotune_configs: Sequence[Config] | None = None,
                  autotune_key: Sequence[str] | None = None, name: str | None = None,
                  filename: str = "<source>", *, fp32_dot: str = "ieee",
-                 precise_math: bool = False, tma: bool = True) -> None:
+                 precise_math: bool = False, tma: bool = True,
+                 tma_store: bool = False) -> None:
         if not isinstance(src, str):
             raise TypeError(f"kernel source must be a str, got {type(src).__name__}")
         if not src.strip():
@@ -157,7 +158,7 @@ class Kernel(functools.partial[None]):
         self.filename = filename
         #: extra compiler options (non-default fp32_dot / precise_math), part of the cache key;
         #: the interpreter ignores them (it computes float32 products and math exactly)
-        self.compile_options = compile_options(fp32_dot, precise_math, tma)
+        self.compile_options = compile_options(fp32_dot, precise_math, tma, tma_store)
         self.name = name
         self.device_type, self.device_index = parse_device(device)
         fixed, axes = normalize_defines(defines)
@@ -653,18 +654,22 @@ def kernel(src: str, device: object = "cuda", defines: Mapping[str, object] | No
            autotune_key: Sequence[str] | None = None, name: str | None = None,
            filename: str = "<source>", *,
            autotune_vals: Sequence[Config] | None = None, fp32_dot: str = "ieee",
-           precise_math: bool = False, tma: bool = True) -> Kernel:
+           precise_math: bool = False, tma: bool = True,
+           tma_store: bool = False) -> Kernel:
     """tc.kernel(src, device, defines, ...): a launchable kernel (see `Kernel`).
     `autotune_vals` is the matmul tutorial's spelling of `autotune_configs`. `fp32_dot="tf32"`
     makes float32 `@` products use tf32 tensor cores (exact float32 by default);
     `precise_math=True` compiles accurate exp, log, sin, cos, exp2, log2 and IEEE division
-    instead of the fast approximate versions the language uses by default."""
+    instead of the fast approximate versions the language uses by default. `tma=False` keeps
+    Hopper's dot operands on cp.async copies; `tma_store=True` makes whole-tile stores (a matmul's
+    epilogue) TMA bulk stores (tc_opt.tma_store)."""
     if autotune_vals is not None:
         if autotune_configs is not None:
             raise TypeError("give autotune_configs or autotune_vals, not both")
         autotune_configs = autotune_vals
     return Kernel(src, device, defines, num_warps, num_stages, autotune_configs, autotune_key,
-                  name, filename, fp32_dot=fp32_dot, precise_math=precise_math, tma=tma)
+                  name, filename, fp32_dot=fp32_dot, precise_math=precise_math, tma=tma,
+                  tma_store=tma_store)
 
 
 def load(path: str | Path | KernelBinary, device: object = "cuda",

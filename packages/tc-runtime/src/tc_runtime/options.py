@@ -191,11 +191,12 @@ FP32_DOT = ("ieee", "tf32")
 
 
 def compile_options(fp32_dot: object = "ieee", precise_math: object = False,
-                    tma: object = True) -> dict[str, object]:
+                    tma: object = True, tma_store: object = False) -> dict[str, object]:
     """The compiler options a kernel asks for beyond the defaults, checked: `fp32_dot` ("ieee" or
     "tf32"), `precise_math` (accurate exp, log, sin, ... and IEEE division instead of the fast
     approximate versions the language has by default) and `tma` (False keeps Hopper's dot
-    operands on cp.async copies instead of TMA: tc_opt.tma). Only non-default values are kept,
+    operands on cp.async copies instead of TMA: tc_opt.tma), `tma_store` (True: whole-tile
+    stores such as a matmul's epilogue become TMA bulk stores: tc_opt.tma_store). Only non-default values are kept,
     so that kernels without options share their cache entries with earlier versions."""
     if fp32_dot not in FP32_DOT:
         raise ValueError(f"fp32_dot must be 'ieee' or 'tf32', got {fp32_dot!r}")
@@ -203,9 +204,13 @@ def compile_options(fp32_dot: object = "ieee", precise_math: object = False,
         raise TypeError(f"precise_math must be True or False, got {precise_math!r}")
     if not isinstance(tma, bool):
         raise TypeError(f"tma must be True or False, got {tma!r}")
+    if not isinstance(tma_store, bool):
+        raise TypeError(f"tma_store must be True or False, got {tma_store!r}")
     out: dict[str, object] = {}
     if not tma:
         out["tma"] = False
+    if tma_store:
+        out["tma_store"] = True
     if fp32_dot != "ieee":
         out["fp32_dot"] = fp32_dot
     if precise_math:

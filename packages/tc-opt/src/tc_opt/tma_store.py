@@ -1,0 +1,230 @@
+"""Stores of whole 2-D tiles become TMA bulk stores (Hopper, CompileOptions.tma_store).
+
+A matmul's epilogue `*?(rm[:, None] < M && rn[None, :] < N) (C + rm[:, None] * ldc + rn[None, :]) = acc`
+otherwise converts the accumulator to a blocked layout through shared memory (write, barrier, read
+back) and then every thread stores 16-byte vectors. As a `tc.tma_store` the tile is written once,
+in the register layout it has, to shared memory in the swizzled panels a tensor map describes, and
+one thread hands each panel to the TMA unit, which writes it to global memory while the threads go
+on; the mask becomes the map's extents, outside which TMA writes nothing. The panels of a
+tensor-core accumulator (each thread's columns within one panel per register) are written two
+buffers at a time, so the epilogue needs 2 x rows x 128 bytes of shared memory instead of the
+whole tile: a 4-stage 128x256x64 loop plus its epilogue then fits a persistent kernel.
+
+The pattern is that of tc_opt.tma's loads (`pointer_terms`, `_mask_bounds`, outer dimensions for a
+batch offset `x * s`), with the same legality from the specialization (16-byte aligned base, row
+stride a multiple of 16 bytes). The store must be the kernel's last access to global memory: a
+bulk store completes asynchronously, so a later load of the same address by this program could
+read the old value (the issuing thread waits for the reads of shared memory only, before the
+buffers are reused and at the end).
+"""
+
+from __future__ import annotations
+
+from tc_ir.layouts import Mma, Shared
+from tc_ir.ops import (
+    AddPtrOp,
+    AsyncCopyOp,
+    AtomicCASOp,
+    AtomicRMWOp,
+    ConvertLayoutOp,
+    ForOp,
+    Function,
+    LoadOp,
+    Module,
+    OpResult,
+    Operation,
+    StoreOp,
+    TmaLoadOp,
+    TmaStoreOp,
+    Value,
+    WhileOp,
+)
+from tc_ir.types import PointerType, ScalarType, TileType
+
+from .ir_utils import uses
+from .pass_manager import Pass
+from .pipeline_loops import _Emitter
+from .pipeline_tma import materialize, outer_coordinate
+from .tma import (
+    ELEMENTS,
+    MAX_RANK,
+    UNBOUNDED,
+    Lin,
+    _arg_index,
+    _extent_of,
+    _lin_add,
+    _mask_bounds,
+    _stride_ok,
+    batch_offset,
+    pointer_terms,
+)
+
+#: The swizzle of the shared panels (bytes per row of a panel: the box's inner extent).
+SWIZZLE = 128
+#: Ops that access global memory through the generic proxy (a bulk store is not ordered with them).
+GENERIC_MEMORY = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp, AsyncCopyOp)
+
+
+def panel_buffers(op: TmaStoreOp) -> int:
+    """How many panel buffers the store writes through: two (in turns) when every thread's
+    elements of a panel are known per register (a wgmma accumulator whose warps do not split the
+    contiguous dimension), else one per panel (the whole tile at once)."""
+    t = op.operands[0].type
+    assert isinstance(t, TileType)
+    panels = t.shape[int(op.fast)] // int(op.box[0])
+    lay = t.layout
+    if isinstance(lay, Mma) and lay.version == 3 and lay.warps_per_cta[int(op.fast)] == 1:
+        return min(2, panels)
+    return panels
+
+
+def scratch_bytes(op: TmaStoreOp) -> int:
+    """Shared bytes of the store's panel buffers (each rows x 128 bytes, 1024-byte aligned)."""
+    t = op.operands[0].type
+    assert isinstance(t, TileType)
+    return panel_buffers(op) * t.shape[1 - int(op.fast)] * SWIZZLE
+
+
+def _loops_of(op: Operation) -> list[Operation]:
+    out: list[Operation] = []
+    blk = op.parent
+    while blk is not None and blk.parent is not None:
+        p = blk.parent
+        if isinstance(p, (ForOp, WhileOp)):
+            out.append(p)
+        blk = p.parent
+    return out
+
+
+def _last_memory_access(f: Function, store: StoreOp) -> bool:
+    """Whether nothing after `store` (in program order, or in a loop around it) accesses global
+    memory through the generic proxy."""
+    order = list(f.walk())
+    after = order[order.index(store) + 1:]
+    if any(isinstance(op, GENERIC_MEMORY) for op in after):
+        return False
+    for loop in _loops_of(store):
+        if any(isinstance(op, GENERIC_MEMORY) and op is not store for op in loop.walk()):
+            return False
+    return True
+
+
+def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | None:
+    """The tc.tma_store that replaces `store` (not inserted), None when it does not qualify."""
+    ptr, value = store.operands[0], store.operands[1]
+    pt, vt = ptr.type, value.type
+    if not isinstance(pt, TileType) or not isinstance(vt, TileType) or pt.rank != 2:
+        return None
+    e = vt.element
+    if not isinstance(e, ScalarType) or e.name not in ELEMENTS:
+        return None
+    split = pointer_terms(ptr)
+    if split is None:
+        return None
+    base, terms = split
+    outer: list[tuple[Lin, int]] = []
+    while isinstance(base, OpResult) and isinstance(base.op, AddPtrOp):  # P + x * s: an outer dimension
+        found = batch_offset(f, base.op.operands[1])
+        if found is None:
+            return None
+        outer.insert(0, found)
+        base = base.op.operands[0]
+    base_arg = _arg_index(f, base)
+    if base_arg is None or not isinstance(base.type, PointerType) or base.type.pointee != e:
+        return None
+    if base_arg >= len(f.arg_attrs) or int(f.arg_attrs[base_arg].get("aligned", 1)) % 16:
+        return None
+    start: list[Lin] = [{}, {}]
+    stride: Value | None = None
+    fast: int | None = None
+    seen: set[int] = set()
+    for s in terms:
+        d = s.index.dim
+        if d is None or d in seen:
+            return None  # a uniform offset inside the tile's offsets, or a dimension twice
+        seen.add(d)
+        if s.stride is None:
+            fast = d
+        else:
+            stride = s.stride
+        start[d] = s.index.base
+    if fast is None or stride is None or seen != {0, 1}:
+        return None
+    slow = 1 - fast
+    stride_arg = _arg_index(f, stride)
+    if stride_arg is None or not all(_stride_ok(f, a, e.bytes) for a in (stride_arg, *(arg for _, arg in outer))):
+        return None
+    panel = SWIZZLE // e.bytes
+    if vt.shape[fast] % panel or vt.shape[slow] > 256 or vt.shape[slow] % 8 or len(outer) > MAX_RANK - 2:
+        return None
+    extent: list[tuple[int, int]] = [(-1, UNBOUNDED), (-1, UNBOUNDED)]
+    if len(store.operands) > 2:
+        bounds = _mask_bounds(store.operands[2])
+        if bounds is None:
+            return None
+        done: set[int] = set()
+        for idx, bound in bounds:
+            d = idx.dim
+            assert d is not None
+            if d in done:
+                return None
+            done.add(d)
+            ext = _extent_of(f, _lin_add(_lin_add(bound, idx.base, -1), start[d]))
+            if ext is None:
+                return None
+            extent[d] = ext
+    if not _last_memory_access(f, store):
+        return None
+    src = value
+    if isinstance(value, OpResult) and isinstance(value.op, ConvertLayoutOp):
+        src = value.op.operands[0]  # written to shared memory in the layout it has
+    st = src.type
+    if not isinstance(st, TileType) or st.layout is None or isinstance(st.layout, Shared):
+        return None
+    attributes = {
+        "descriptor": descriptor, "base": base_arg, "fast": fast,
+        "extents": (*extent[fast], *extent[slow], *((-1, UNBOUNDED) * len(outer))),
+        "stride": (stride_arg, 1, *(x for _, arg in outer for x in (arg, 1))),
+        "box": (panel, vt.shape[slow], *(1,) * len(outer)), "swizzle": SWIZZLE,
+    }
+    block = store.parent
+    assert block is not None
+    em = _Emitter(block, block.ops.index(store))
+    coords = [materialize(em, start[0]), materialize(em, start[1])]
+    coords += [outer_coordinate(em, f, lin, arg) for lin, arg in outer]
+    return TmaStoreOp.create([src, *coords], [], attributes, loc=store.loc)  # type: ignore[return-value]
+
+
+def rewrite_stores(f: Function) -> int:
+    """Replace every qualifying store of `f` by a tc.tma_store; returns how many."""
+    descriptor = max((int(op.descriptor) + 1 for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
+    done = 0
+    for store in [op for op in f.walk() if isinstance(op, StoreOp)]:
+        new = plan_store(f, store, descriptor)
+        if new is None:
+            continue
+        block = store.parent
+        assert block is not None
+        block.insert(block.ops.index(store), new)
+        block.remove(store)
+        value = store.operands[1]
+        if isinstance(value, OpResult) and isinstance(value.op, ConvertLayoutOp) and not uses(f.body).get(value):
+            cblock = value.op.parent
+            assert cblock is not None
+            cblock.remove(value.op)  # (the pointer and mask tiles go with the next DCE)
+        descriptor += 1
+        done += 1
+    return done
+
+
+class TmaStores(Pass):
+    """tc.store of a whole 2-D tile -> tc.tma_store (sm_90 with `tma` and `tma_store`)."""
+
+    name = "tma-stores"
+
+    def run(self, module: Module) -> None:
+        o = self.options
+        if o.sm < 90 or not o.tma or not o.tma_store:
+            return
+        for f in module.functions:
+            rewrite_stores(f)

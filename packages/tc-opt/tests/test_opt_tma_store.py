@@ -1,0 +1,128 @@
+"""TMA bulk stores (CompileOptions.tma_store, tc_opt.tma_store): which stores qualify, the tensor
+map of their destination, and the shared panel buffers the epilogue writes through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tc_ir import ops as O
+from tc_ir.layouts import Mma
+from tc_ir.types import I32, TileType
+from tc_ir.verifier import verify
+from tc_opt import CompileOptions
+from tc_opt.pipeline import gpu_pipeline
+from tc_opt.shared_alloc import scratch_bytes
+from tc_opt.tma import UNBOUNDED
+from tc_opt.tma_store import panel_buffers
+
+KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
+TUTORIAL = (KERNELS / "matmul_tutorial.tc").read_text()
+ALIGNED = ("16", "16", "16", None, None, None, "16", "16", "16")
+TILE = {"TYPE": "half", "MB": 128, "NB": 256, "KB": 64}
+
+#: Stores a tile of Y, reads it back, stores it to X: only the last store is the kernel's last
+#: access to global memory.
+STORE_THEN_LOAD = """
+__global__ void k(half* X, half* Y, int ld) {
+    int r[64] = 0 ... 64;
+    int c[64] = 0 ... 64;
+    half* py[64, 64] = Y + (r[:, newaxis] * ld + c[newaxis, :]);
+    half* px[64, 64] = X + (r[:, newaxis] * ld + c[newaxis, :]);
+    *py = *px;
+    half v[64, 64] = *py;
+    *px = v + v;
+}
+"""
+
+
+def _gpu_ir(src: str, spec: object = ALIGNED, *, tma_store: bool = True, tma: bool = True, arch: str = "sm_90",
+            warps: int = 8, stages: int = 4, defines: dict[str, object] | None = None) -> O.Module:
+    from tc_nvptx.compiler import frontend_module
+
+    m = frontend_module(src, TILE if defines is None else defines, None, "<test>")
+    opts = CompileOptions(arch=arch, num_warps=warps, num_stages=stages, specialization=spec,  # type: ignore[arg-type]
+                          tma=tma, tma_store=tma_store)
+    gpu_pipeline(opts).run(m)
+    return m
+
+
+def _ops(m: O.Module, cls: type[O.Operation]) -> list[O.Operation]:
+    return [op for op in m.walk() if isinstance(op, cls)]
+
+
+def test_tutorial_epilogue_becomes_a_tma_store() -> None:
+    m = _gpu_ir(TUTORIAL)
+    (st,) = _ops(m, O.TmaStoreOp)
+    assert isinstance(st, O.TmaStoreOp)
+    assert not _ops(m, O.StoreOp)
+    # C (argument 2), contiguous along N: extents (N, M) from the mask, row stride stride_c_0
+    assert (st.base, st.fast) == (2, 1)
+    assert tuple(st.extents) == (4, 0, 3, 0)
+    assert tuple(st.stride) == (8, 1)
+    assert tuple(st.box) == (64, 128) and st.swizzle == 128
+    assert st.descriptor == 2  # after the maps of the two operand loads
+    assert {int(op.descriptor) for op in _ops(m, O.TmaLoadOp)} == {0, 1}  # type: ignore[attr-defined]
+    # the accumulator goes to shared memory in its own layout: no conversion through shared memory
+    value = st.operands[0].type
+    assert isinstance(value, TileType) and isinstance(value.layout, Mma)
+    assert not [op for op in _ops(m, O.ConvertLayoutOp) if op.operands[0].type.shape == (128, 256)]  # type: ignore[union-attr]
+    # four 64-column panels written through two buffers of 128 rows x 128 bytes
+    assert panel_buffers(st) == 2
+    assert scratch_bytes(st) == 2 * 128 * 128
+    assert all(v.type == I32 for v in st.operands[1:])
+
+
+def test_tma_store_lets_a_persistent_four_stage_tile_fit() -> None:
+    from tc_nvptx.compiler import frontend_module
+
+    def shared(tma_store: bool) -> int:
+        m = frontend_module(TUTORIAL, TILE, None, "<test>")
+        opts = CompileOptions(arch="sm_90", num_warps=8, num_stages=4, specialization=ALIGNED,  # type: ignore[arg-type]
+                              warp_specialize=True, persistent=True, tma_store=tma_store, verify=True)
+        from tc_opt.pass_manager import PassManager
+
+        passes = [p for p in gpu_pipeline(opts).passes if p.name != "check-resources"]
+        PassManager(passes).run(m)
+        return int(m.attributes["shared_bytes"])
+
+    assert shared(True) <= 232448 < shared(False)
+
+
+def test_masked_store_keeps_its_bounds_as_extents() -> None:
+    src = TUTORIAL.replace("*? (rm[:, newaxis] < M && rn [newaxis, :] < N) pc = acc;", "*? (rn[newaxis, :] < N) pc = acc;")
+    m = _gpu_ir(src)
+    (st,) = _ops(m, O.TmaStoreOp)
+    assert tuple(st.extents) == (4, 0, -1, UNBOUNDED)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("what,kwargs", [
+    ("option off", {"tma_store": False}),
+    ("TMA off", {"tma": False}),
+    ("Ampere", {"arch": "sm_80", "stages": 3}),
+    ("C not known 16-byte aligned", {"spec": ("16", "16", None, None, None, None, "16", "16", "16")}),
+    ("ldc not a multiple of 16 bytes", {"spec": ("16", "16", "16", None, None, None, "16", "16", None)}),
+])
+def test_stores_that_keep_plain_stores(what: str, kwargs: dict[str, object]) -> None:
+    m = _gpu_ir(TUTORIAL, **kwargs)  # type: ignore[arg-type]
+    assert not _ops(m, O.TmaStoreOp), what
+    assert len(_ops(m, O.StoreOp)) == 1
+
+
+def test_only_the_last_access_to_global_memory_becomes_a_bulk_store() -> None:
+    m = _gpu_ir(STORE_THEN_LOAD, ("16", "16", "16"), defines={}, warps=4)
+    (st,) = _ops(m, O.TmaStoreOp)
+    (plain,) = _ops(m, O.StoreOp)
+    assert st.base == 0  # type: ignore[attr-defined]  # X: after it nothing reads memory
+    assert plain.operands[0].type.shape == (64, 64)  # type: ignore[union-attr]
+    # one 64-column panel of a blocked tile: one buffer for the whole tile
+    assert panel_buffers(st) == 1  # type: ignore[arg-type]
+    assert scratch_bytes(st) == 64 * 128
+
+
+def test_verifier_checks_the_coordinates() -> None:
+    m = _gpu_ir(TUTORIAL)
+    (st,) = _ops(m, O.TmaStoreOp)
+    st.operands = st.operands[:2]  # one coordinate for a rank-2 map
+    with pytest.raises(Exception, match="tma_store|operand"):
+        verify(m)

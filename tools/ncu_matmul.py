@@ -1,0 +1,46 @@
+"""A target for Nsight Compute: the tutorial matmul compiled in one mode (see tma_check.MODES) and
+cuBLAS on the same square fp16 operands, each launched a few times, so that `ncu` can profile the
+last launch of each (measure-only helper; nothing is checked here that tma_check does not check).
+
+    PYTHONPATH=<packages/*/src> ncu --clock-control none -k regex:'^dot$' --launch-skip 3 \\
+        --launch-count 1 --set full -o tc python3 tools/ncu_matmul.py --size 4096 --mode tma
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main() -> None:
+    import torch
+
+    import tma_check
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--mode", default="tma", choices=tma_check.MODES)
+    ap.add_argument("--config", default="128,256,64,8,4", help="MB,NB,KB,warps,stages")
+    ap.add_argument("--launches", type=int, default=4)
+    args = ap.parse_args()
+    mb, nb, kb, w, s = (int(x) for x in args.config.split(","))
+    size = args.size
+    a = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    c = torch.empty(size, size, device="cuda", dtype=torch.float16)
+    k = tma_check.Launchable(tma_check.build(tma_check.TUTORIAL, (mb, nb, kb, w, s), args.mode, tma_check.SPEC))
+    grid = -(-size // mb) * -(-size // nb)
+    for _ in range(args.launches):
+        k(grid, a.data_ptr(), b.data_ptr(), c.data_ptr(), size, size, size, size, size, size)
+    for _ in range(args.launches):
+        torch.matmul(a, b)
+    torch.cuda.synchronize()
+    err = (c.float() - torch.matmul(a, b).float()).abs().max().item()
+    print(f"{args.mode} {args.config} at {size}: max error {err:.3g}, {k.ck.registers} registers")
+
+
+if __name__ == "__main__":
+    main()
