@@ -355,6 +355,64 @@ def _mask_bounds(v: Value) -> list[tuple[Index, Lin]] | None:
     return None
 
 
+@attrs.frozen
+class MatrixTile:
+    """A 2-D tile of pointers `P + (r0 + i) * ld + (c0 + j)` (up to a transposition) into a matrix
+    argument P that the specialization makes 16-byte aligned, with a row stride `ld` (an argument)
+    that is a multiple of 16 bytes: what a tensor map can describe. `fast` is the tile dimension
+    with stride 1, `start` the corner's coordinates per tile dimension, `outer` the outer map
+    dimensions of base offsets `x * s` (coordinate, stride argument), innermost first."""
+
+    base_arg: int
+    stride_arg: int
+    fast: int
+    start: tuple[Lin, Lin]
+    outer: tuple[tuple[Lin, int], ...]
+    element_bytes: int
+
+
+def matrix_tile(f: Function, ptr: Value) -> MatrixTile | None:
+    """`ptr` (a 2-D tile of pointers) as a MatrixTile, None when a tensor map cannot describe it."""
+    split = pointer_terms(ptr)
+    if split is None:
+        return None
+    base, terms = split
+    outer: list[tuple[Lin, int]] = []
+    while isinstance(base, OpResult) and isinstance(base.op, AddPtrOp):  # P + x * s: an outer dimension
+        found = batch_offset(f, base.op.operands[1])
+        if found is None:
+            return None
+        outer.insert(0, found)
+        base = base.op.operands[0]
+    base_arg = _arg_index(f, base)
+    if base_arg is None or not isinstance(base.type, PointerType) or not isinstance(base.type.pointee, ScalarType):
+        return None
+    eb = base.type.pointee.bytes
+    if base_arg >= len(f.arg_attrs) or int(f.arg_attrs[base_arg].get("aligned", 1)) % 16:
+        return None
+    start: list[Lin] = [{}, {}]
+    stride: Value | None = None
+    fast: int | None = None
+    seen: set[int] = set()
+    for s in terms:
+        d = s.index.dim
+        if d is None or d in seen:
+            return None  # a uniform offset inside the tile's offsets: not split into coordinates
+        seen.add(d)
+        if s.stride is None:
+            fast = d  # the contiguous dimension has stride 1, the other an argument
+        else:
+            stride = s.stride
+        start[d] = s.index.base
+    if seen != {0, 1} or stride is None or fast is None:
+        return None
+    stride_arg = _arg_index(f, stride)
+    assert stride_arg is not None
+    if not all(_stride_ok(f, a, eb) for a in (stride_arg, *(arg for _, arg in outer))) or len(outer) > MAX_RANK - 2:
+        return None
+    return MatrixTile(base_arg, stride_arg, fast, (start[0], start[1]), tuple(outer), eb)
+
+
 def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -> TmaPlan | None:
     """The TMA plan of `load` (one of the pipeliner's candidates in `loop`), None when its pattern
     or its arguments' specialization rule TMA out."""
@@ -378,42 +436,10 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
     step_v = term.operands[ptr.index - 1]
     if not (isinstance(step_v, OpResult) and isinstance(step_v.op, AddPtrOp) and step_v.op.operands[0] is ptr):
         return None
-    split = pointer_terms(init)
-    if split is None:
-        return None
-    base, terms = split
-    outer: list[tuple[Lin, int]] = []
-    while isinstance(base, OpResult) and isinstance(base.op, AddPtrOp):  # P + x * s: an outer dimension
-        found = batch_offset(f, base.op.operands[1])
-        if found is None:
-            return None
-        outer.insert(0, found)
-        base = base.op.operands[0]
-    base_arg = _arg_index(f, base)
-    if base_arg is None or not isinstance(base.type, PointerType):
-        return None
-    eb = base.type.pointee.bytes if isinstance(base.type.pointee, ScalarType) else 0
-    if int(f.arg_attrs[base_arg].get("aligned", 1)) % 16 if base_arg < len(f.arg_attrs) else True:
-        return None
-    start: list[Lin] = [{}, {}]
-    stride: Value | None = None
-    seen: set[int] = set()
-    for s in terms:
-        d = s.index.dim
-        if d is None or d in seen:
-            return None  # a uniform offset inside the tile's offsets: not split into coordinates
-        seen.add(d)
-        if (d == fast) != (s.stride is None):
-            return None  # the contiguous dimension has stride 1, the other an argument
-        if s.stride is not None:
-            stride = s.stride
-        start[d] = s.index.base
-    if seen != {0, 1} or stride is None:
-        return None
-    stride_arg = _arg_index(f, stride)
-    assert stride_arg is not None
-    if not all(_stride_ok(f, a, eb) for a in (stride_arg, *(arg for _, arg in outer))) or len(outer) > MAX_RANK - 2:
-        return None
+    mt = matrix_tile(f, init)
+    if mt is None or mt.fast != fast:
+        return None  # (the contiguous dimension must be the buffer's)
+    start, stride, outer = list(mt.start), f.args[mt.stride_arg], list(mt.outer)
     # the advance: a uniform step of whole columns (constant) or rows (constant * stride)
     step = index_tile(step_v.op.operands[1])
     if step is None or step.dim is not None:
@@ -451,7 +477,7 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
             if ext_extent is None:
                 return None
             extent[d] = ext_extent
-    return TmaPlan(load, alloc, base_arg, stride_arg, fast, (start[0], start[1]), (advance[0], advance[1]),
+    return TmaPlan(load, alloc, mt.base_arg, mt.stride_arg, fast, (start[0], start[1]), (advance[0], advance[1]),
                    (extent[0], extent[1]), sw[0], sw[1], tuple(outer))
 
 

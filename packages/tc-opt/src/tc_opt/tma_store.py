@@ -43,21 +43,10 @@ from tc_ir.types import PointerType, ScalarType, TileType
 
 from .ir_utils import uses
 from .pass_manager import Pass
+from .shared_alloc import _loops_of
 from .pipeline_loops import _Emitter
 from .pipeline_tma import materialize, outer_coordinate
-from .tma import (
-    ELEMENTS,
-    MAX_RANK,
-    UNBOUNDED,
-    Lin,
-    _arg_index,
-    _extent_of,
-    _lin_add,
-    _mask_bounds,
-    _stride_ok,
-    batch_offset,
-    pointer_terms,
-)
+from .tma import ELEMENTS, UNBOUNDED, _extent_of, _lin_add, _mask_bounds, matrix_tile
 
 #: The swizzle of the shared panels (bytes per row of a panel: the box's inner extent).
 SWIZZLE = 128
@@ -85,17 +74,6 @@ def scratch_bytes(op: TmaStoreOp) -> int:
     return panel_buffers(op) * t.shape[1 - int(op.fast)] * SWIZZLE
 
 
-def _loops_of(op: Operation) -> list[Operation]:
-    out: list[Operation] = []
-    blk = op.parent
-    while blk is not None and blk.parent is not None:
-        p = blk.parent
-        if isinstance(p, (ForOp, WhileOp)):
-            out.append(p)
-        blk = p.parent
-    return out
-
-
 def _last_memory_access(f: Function, store: StoreOp) -> bool:
     """Whether nothing after `store` (in program order, or in a loop around it) accesses global
     memory through the generic proxy."""
@@ -118,44 +96,13 @@ def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | Non
     e = vt.element
     if not isinstance(e, ScalarType) or e.name not in ELEMENTS:
         return None
-    split = pointer_terms(ptr)
-    if split is None:
+    mt = matrix_tile(f, ptr)
+    if mt is None or mt.element_bytes != e.bytes:
         return None
-    base, terms = split
-    outer: list[tuple[Lin, int]] = []
-    while isinstance(base, OpResult) and isinstance(base.op, AddPtrOp):  # P + x * s: an outer dimension
-        found = batch_offset(f, base.op.operands[1])
-        if found is None:
-            return None
-        outer.insert(0, found)
-        base = base.op.operands[0]
-    base_arg = _arg_index(f, base)
-    if base_arg is None or not isinstance(base.type, PointerType) or base.type.pointee != e:
-        return None
-    if base_arg >= len(f.arg_attrs) or int(f.arg_attrs[base_arg].get("aligned", 1)) % 16:
-        return None
-    start: list[Lin] = [{}, {}]
-    stride: Value | None = None
-    fast: int | None = None
-    seen: set[int] = set()
-    for s in terms:
-        d = s.index.dim
-        if d is None or d in seen:
-            return None  # a uniform offset inside the tile's offsets, or a dimension twice
-        seen.add(d)
-        if s.stride is None:
-            fast = d
-        else:
-            stride = s.stride
-        start[d] = s.index.base
-    if fast is None or stride is None or seen != {0, 1}:
-        return None
-    slow = 1 - fast
-    stride_arg = _arg_index(f, stride)
-    if stride_arg is None or not all(_stride_ok(f, a, e.bytes) for a in (stride_arg, *(arg for _, arg in outer))):
-        return None
+    fast, slow = mt.fast, 1 - mt.fast
+    start, outer = list(mt.start), list(mt.outer)
     panel = SWIZZLE // e.bytes
-    if vt.shape[fast] % panel or vt.shape[slow] > 256 or vt.shape[slow] % 8 or len(outer) > MAX_RANK - 2:
+    if vt.shape[fast] % panel or vt.shape[slow] > 256 or vt.shape[slow] % 8:
         return None
     extent: list[tuple[int, int]] = [(-1, UNBOUNDED), (-1, UNBOUNDED)]
     if len(store.operands) > 2:
@@ -182,9 +129,9 @@ def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | Non
     if not isinstance(st, TileType) or st.layout is None or isinstance(st.layout, Shared):
         return None
     attributes = {
-        "descriptor": descriptor, "base": base_arg, "fast": fast,
+        "descriptor": descriptor, "base": mt.base_arg, "fast": fast,
         "extents": (*extent[fast], *extent[slow], *((-1, UNBOUNDED) * len(outer))),
-        "stride": (stride_arg, 1, *(x for _, arg in outer for x in (arg, 1))),
+        "stride": (mt.stride_arg, 1, *(x for _, arg in outer for x in (arg, 1))),
         "box": (panel, vt.shape[slow], *(1,) * len(outer)), "swizzle": SWIZZLE,
     }
     block = store.parent
