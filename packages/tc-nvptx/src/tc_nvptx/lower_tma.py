@@ -171,6 +171,11 @@ def _thread_span(d: DimMap) -> int:
     return min(top, d.size - 1) if d.mode == "wrap" else top
 
 
+def _along(key: tuple[int, ...], dim: int, offset: int) -> tuple[int, ...]:
+    """`key` with its offset along `dim` replaced."""
+    return (*key[:dim], offset, *key[dim + 1:])
+
+
 def _vector_width(m: ThreadMap, fast: int, element_bytes: int) -> int:
     """Elements per shared-memory store: consecutive along the contiguous dimension in every
     thread, starting at a multiple of the width (at most 16 bytes, within one swizzle unit)."""
@@ -179,8 +184,7 @@ def _vector_width(m: ThreadMap, fast: int, element_bytes: int) -> int:
     vw = 16 // element_bytes
     while vw > 1:
         aligned = d.mode in ("one", "all") or (d.spt % vw == 0 and d.warp_step % vw == 0 and d.size % vw == 0)
-        if aligned and all(tuple(k[:fast]) + (k[fast] - k[fast] % vw + i,) + tuple(k[fast + 1:]) in keys
-                           for k in keys for i in range(vw)):
+        if aligned and all(_along(k, fast, k[fast] - k[fast] % vw + i) in keys for k in keys for i in range(vw)):
             return vw
         vw //= 2
     return 1
@@ -251,7 +255,7 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
             off = b.add(b.add(buf, b.mul(r, ir.Constant(I32, SWIZZLE))),
                         b.add(b.shl(unit, ir.Constant(I32, 4)), b.and_(byte, ir.Constant(I32, 15))))
             ptr = b.gep(base, [off], inbounds=True, source_etype=ir.IntType(8))
-            vals = [src.vals[tuple(key[:fast]) + (key[fast] + i,) + tuple(key[fast + 1:])] for i in range(vw)]
+            vals = [src.vals[_along(key, fast, key[fast] + i)] for i in range(vw)]
             if vw == 1:
                 b.store(vals[0], ptr).align = eb
             else:

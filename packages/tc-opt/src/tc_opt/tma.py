@@ -42,7 +42,7 @@ corner become IR again before the loop (`materialize`), the extents become (argu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 from tc_ir.layouts import DotOperand, Mma, Shared
@@ -453,32 +453,46 @@ def plan_tma_load(f: Function, loop: ForOp, load: LoadOp, alloc: LocalAllocOp) -
         else:
             return None
     # the mask: per dimension, index < bound, the same condition as coordinate < extent
-    extent: list[tuple[int, int]] = [(-1, UNBOUNDED), (-1, UNBOUNDED)]
-    if len(load.operands) > 1:
-        bounds = _mask_bounds(load.operands[1])
-        if bounds is None:
+    lb, st = constant_of(loop.operands[0]), constant_of(loop.operands[2])
+    iv = body.args[0]
+
+    def at_first_iteration(d: int, bound: Lin) -> Lin | None:
+        # coordinate(n) = start + advance * n + i and bound(iv = lb + st * n) - index base
+        if not isinstance(lb, int) or not isinstance(st, int) or bound.get(iv, 0) * st + advance[d]:
             return None
-        lb, st = constant_of(loop.operands[0]), constant_of(loop.operands[2])
-        iv = body.args[0]
-        done: set[int] = set()
-        for idx, bound in bounds:
-            d = idx.dim
-            assert d is not None
-            if d in done or not isinstance(lb, int) or not isinstance(st, int):
-                return None
-            done.add(d)
-            # coordinate(n) = start + advance * n + i and bound(iv = lb + st * n) - index base
-            per_n = bound.get(iv, 0) * st + advance[d]
-            if per_n:
-                return None
-            at_lb = _lin_add({k: c for k, c in bound.items() if k is not iv}, {None: bound.get(iv, 0) * lb})
-            ext = _lin_add(_lin_add(at_lb, idx.base, -1), start[d])
-            ext_extent = _extent_of(f, ext)
-            if ext_extent is None:
-                return None
-            extent[d] = ext_extent
+        return _lin_add({k: c for k, c in bound.items() if k is not iv}, {None: bound.get(iv, 0) * lb})
+
+    mask = load.operands[1] if len(load.operands) > 1 else None
+    extent = mask_extents(f, mask, mt.start, at_first_iteration)
+    if extent is None:
+        return None
     return TmaPlan(load, alloc, mt.base_arg, mt.stride_arg, fast, (start[0], start[1]), (advance[0], advance[1]),
                    (extent[0], extent[1]), sw[0], sw[1], tuple(outer))
+
+
+def mask_extents(f: Function, mask: Value | None, start: tuple[Lin, Lin],
+                 fixed: Callable[[int, Lin], Lin | None] = lambda d, bound: bound) -> list[tuple[int, int]] | None:
+    """The map extents (argument index or -1, offset) per tile dimension of a mask `index < bound`
+    per dimension (unmasked: UNBOUNDED), None when the mask is not of that form. The coordinate
+    of index i along d is start[d] + i - index base, so the extent is bound - base + start;
+    `fixed(d, bound)` gives the bound as it holds for every copy (None: it does not)."""
+    extent: list[tuple[int, int]] = [(-1, UNBOUNDED), (-1, UNBOUNDED)]
+    bounds = _mask_bounds(mask) if mask is not None else []
+    if bounds is None:
+        return None
+    done: set[int] = set()
+    for idx, bound in bounds:
+        d = idx.dim
+        assert d is not None
+        held = fixed(d, bound)
+        if d in done or held is None:
+            return None
+        done.add(d)
+        ext = _extent_of(f, _lin_add(_lin_add(held, idx.base, -1), start[d]))
+        if ext is None:
+            return None
+        extent[d] = ext
+    return extent
 
 
 def _extent_of(f: Function, lin: Lin) -> tuple[int, int] | None:

@@ -10,7 +10,7 @@ tensor-core accumulator (each thread's columns within one panel per register) ar
 buffers at a time, so the epilogue needs 2 x rows x 128 bytes of shared memory instead of the
 whole tile: a 4-stage 128x256x64 loop plus its epilogue then fits a persistent kernel.
 
-The pattern is that of tc_opt.tma's loads (`pointer_terms`, `_mask_bounds`, outer dimensions for a
+The pattern is that of tc_opt.tma's loads (`matrix_tile`, `mask_extents`, outer dimensions for a
 batch offset `x * s`), with the same legality from the specialization (16-byte aligned base, row
 stride a multiple of 16 bytes). The store must be the kernel's last access to global memory: a
 bulk store completes asynchronously, so a later load of the same address by this program could
@@ -22,31 +22,26 @@ from __future__ import annotations
 
 from tc_ir.layouts import Mma, Shared
 from tc_ir.ops import (
-    AddPtrOp,
     AsyncCopyOp,
     AtomicCASOp,
     AtomicRMWOp,
     ConvertLayoutOp,
-    ForOp,
     Function,
     LoadOp,
     Module,
     OpResult,
-    Operation,
     StoreOp,
     TmaLoadOp,
     TmaStoreOp,
-    Value,
-    WhileOp,
 )
-from tc_ir.types import PointerType, ScalarType, TileType
+from tc_ir.types import ScalarType, TileType
 
 from .ir_utils import uses
 from .pass_manager import Pass
-from .shared_alloc import _loops_of
 from .pipeline_loops import _Emitter
 from .pipeline_tma import materialize, outer_coordinate
-from .tma import ELEMENTS, UNBOUNDED, _extent_of, _lin_add, _mask_bounds, matrix_tile
+from .shared_alloc import _loops_of
+from .tma import ELEMENTS, UNBOUNDED, mask_extents, matrix_tile
 
 #: The swizzle of the shared panels (bytes per row of a panel: the box's inner extent).
 SWIZZLE = 128
@@ -100,26 +95,13 @@ def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | Non
     if mt is None or mt.element_bytes != e.bytes:
         return None
     fast, slow = mt.fast, 1 - mt.fast
-    start, outer = list(mt.start), list(mt.outer)
+    start, outer = mt.start, mt.outer
     panel = SWIZZLE // e.bytes
     if vt.shape[fast] % panel or vt.shape[slow] > 256 or vt.shape[slow] % 8:
         return None
-    extent: list[tuple[int, int]] = [(-1, UNBOUNDED), (-1, UNBOUNDED)]
-    if len(store.operands) > 2:
-        bounds = _mask_bounds(store.operands[2])
-        if bounds is None:
-            return None
-        done: set[int] = set()
-        for idx, bound in bounds:
-            d = idx.dim
-            assert d is not None
-            if d in done:
-                return None
-            done.add(d)
-            ext = _extent_of(f, _lin_add(_lin_add(bound, idx.base, -1), start[d]))
-            if ext is None:
-                return None
-            extent[d] = ext
+    extent = mask_extents(f, store.operands[2] if len(store.operands) > 2 else None, mt.start)
+    if extent is None:
+        return None
     if not _last_memory_access(f, store):
         return None
     src = value
