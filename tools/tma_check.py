@@ -151,12 +151,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=0,
                     help="then time the 3 fastest kernels of each size and cuBLAS in this many interleaved rounds")
     ap.add_argument("--modes", default=",".join(MODES), help="modes to time (comma-separated)")
+    ap.add_argument("--configs", default="", help="configurations MB,NB,KB,warps,stages separated by ';' "
+                    "(default: six, or two with --quick)")
     args = ap.parse_args()
     modes = tuple(m for m in args.modes.split(",") if m)
     configs = [(128, 256, 64, 8, 4), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 64, 8, 4),
                (128, 128, 64, 8, 3), (128, 256, 64, 8, 2)]
     if args.quick:
         configs = configs[:2]
+    if args.configs:
+        configs = [tuple(int(x) for x in c.split(",")) for c in args.configs.split(";") if c]  # type: ignore[misc]
     spec = SPEC
     failures = check_correctness(configs[:2])
     # performance: tutorial kernel, TMA vs cp.async vs cuBLAS

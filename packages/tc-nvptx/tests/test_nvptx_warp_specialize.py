@@ -38,7 +38,7 @@ CHECK: @%p[[ROLE]] bra
 """)
     text = re.sub(r"[ \t]+", " ", k.ptx)
     # the producer: its first thread (256) issues; every lane waits for a free slot
-    assert re.search(r"setp\.eq\.(b32|s32|u32) %p\d+, %r\d+, 256;", text)
+    assert re.search(r"setp\.(eq|ne)\.(b32|s32|u32) %p\d+, %r\d+, 256;", text)  # (ne: a branch around)
     assert "mbarrier.arrive.expect_tx.shared::cta.b64" in text
     # the consumers: one arrival per warp on the slot's empty barrier, no CTA-wide barrier after
     # the roles split (the producer warp never reaches them)

@@ -206,6 +206,7 @@ def compile_module(
                 ptx, cubin, info = better
                 kernel.ptx = asm["ptx"] = ptx
         timings["ptxas"] = time.perf_counter() - start
+        asm["ptxas"] = info.log  # (its advisories too, e.g. C7515: wgmma serialized)
         kernel.cubin = cubin
         kernel.registers = info.registers
         kernel.spills = info.spills

@@ -21,6 +21,9 @@ def _init() -> None:
         if not _initialized:
             llvm.initialize_all_targets()
             llvm.initialize_all_asmprinters()
+            # 32-bit shared-memory pointers (the data layout's p3:32): shared addresses, slot
+            # offsets and wgmma descriptors are then computed in 32-bit registers
+            llvm.set_option("tc", "-nvptx-short-ptr")
             _initialized = True
 
 

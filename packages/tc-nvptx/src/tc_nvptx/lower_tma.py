@@ -73,9 +73,9 @@ def lower_mbarrier_init(ctx: Ctx, op: MBarrierInitOp) -> None:
 @lowers("tc.mbarrier_expect")
 def lower_mbarrier_expect(ctx: Ctx, op: MBarrierExpectOp) -> None:
     bars = view_of(ctx, op.operands[0])
-    pred = ctx.b.and_(ctx.thread0(), ctx.scalar(op.operands[2]))
-    ctx.asm(ir.VoidType(), f"@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], {int(op.bytes)};",
-            "b,r,~{memory}", [pred, _barrier(ctx, bars, ctx.scalar(op.operands[1]))], side_effect=True)
+    with ctx.b.if_then(ctx.b.and_(ctx.thread0(), ctx.scalar(op.operands[2]))):
+        ctx.asm(ir.VoidType(), f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {int(op.bytes)};",
+                "r,~{memory}", [_barrier(ctx, bars, ctx.scalar(op.operands[1]))], side_effect=True)
 
 
 @lowers("tc.mbarrier_wait")
@@ -139,25 +139,30 @@ def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
     if len(dst.shape) != 2 or not dst.swizzled:
         raise lowering_error(f"internal error: tma_load into {dst.shape} {dst.layout}", op.loc)
     b = ctx.b
-    bar = _barrier(ctx, bars, ctx.scalar(op.operands[2]))
-    pred = b.and_(ctx.thread0(), ctx.scalar(op.operands[3]))
+    with b.if_then(b.and_(ctx.thread0(), ctx.scalar(op.operands[3]))):
+        _issue_tma_load(ctx, op, dst, _barrier(ctx, bars, ctx.scalar(op.operands[2])))
+
+
+def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value) -> None:
+    """The copies themselves, one per swizzle panel, in the leader's own branch: the other warps
+    jump over them instead of running the uniform-register loops ptxas builds around each copy."""
+    b = ctx.b
     coords = [ctx.scalar(v) for v in op.operands[4:]]
     fast, slow = dst.layout.order[0], dst.layout.order[1]
     outer = coords[2:]  # the map's outer dimensions (a batch index), box 1
     rank = 2 + len(outer)
     width = int(op.box[0])
     desc = _tensor_map(ctx, int(op.descriptor), op)
-    places = ", ".join(f"${3 + d}" for d in range(rank))
-    text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
-            f"[$1], [$2, {{{places}}}], [${3 + rank}];")
-    constraints = "b,r,l," + "r," * rank + "r,~{memory}"
+    places = ", ".join(f"${2 + d}" for d in range(rank))
+    text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"[$0], [$1, {{{places}}}], [${2 + rank}];")
+    constraints = "r,l," + "r," * rank + "r,~{memory}"
     for p in range(dst.shape[fast] // width):
         at: list[ir.Value | int] = [0, 0]
         at[fast] = p * width
         smem = dst.address(ctx, at)
         inner = b.add(coords[fast], ir.Constant(I32, p * width)) if p else coords[fast]
-        ctx.asm(ir.VoidType(), text, constraints, [pred, smem, desc, inner, coords[slow], *outer, bar],
-                side_effect=True)
+        ctx.asm(ir.VoidType(), text, constraints, [smem, desc, inner, coords[slow], *outer, bar], side_effect=True)
 
 
 def _thread_span(d: DimMap) -> int:
@@ -236,8 +241,8 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     etype = llvm_type(t.element)
     for j, step in enumerate(steps):
         if j >= nbuf:  # the store of panel j - nbuf has read this buffer
-            ctx.asm(ir.VoidType(), f"@$0 cp.async.bulk.wait_group.read {nbuf - 1};", "b,~{memory}", [leader],
-                    side_effect=True)
+            with b.if_then(leader):
+                ctx.asm(ir.VoidType(), f"cp.async.bulk.wait_group.read {nbuf - 1};", "~{memory}", [], side_effect=True)
             ctx.barrier()
         elif j == 0 and not runs_first_in_shared_memory(f, ctx.alloc, op):
             ctx.barrier()  # earlier users of this shared memory are done
@@ -266,13 +271,15 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
         # the threads' writes (generic proxy) before the copy reads them (async proxy)
         ctx.asm(ir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
         ctx.barrier()
-        for p in step:
-            smem = b.gep(base, [ir.Constant(I32, p % nbuf * buf_bytes)], inbounds=True, source_etype=ir.IntType(8))
-            inner = b.add(coords[fast], ir.Constant(I32, p * panel)) if p else coords[fast]
-            ctx.asm(ir.VoidType(), copy, "b,l,r," + ",".join("r" * rank) + ",~{memory}",
-                    [issue, desc, smem, inner, coords[slow], *coords[2:]], side_effect=True)
-        ctx.asm(ir.VoidType(), "@$0 cp.async.bulk.commit_group;", "b,~{memory}", [leader], side_effect=True)
-    ctx.asm(ir.VoidType(), "@$0 cp.async.bulk.wait_group.read 0;", "b,~{memory}", [leader], side_effect=True)
+        with b.if_then(leader):  # (the other warps jump over the copies' uniform-register loops)
+            for p in step:
+                smem = b.gep(base, [ir.Constant(I32, p % nbuf * buf_bytes)], inbounds=True, source_etype=ir.IntType(8))
+                inner = b.add(coords[fast], ir.Constant(I32, p * panel)) if p else coords[fast]
+                ctx.asm(ir.VoidType(), copy, "b,l,r," + ",".join("r" * rank) + ",~{memory}",
+                        [issue, desc, smem, inner, coords[slow], *coords[2:]], side_effect=True)
+            ctx.asm(ir.VoidType(), "cp.async.bulk.commit_group;", "~{memory}", [], side_effect=True)
+    with b.if_then(leader):
+        ctx.asm(ir.VoidType(), "cp.async.bulk.wait_group.read 0;", "~{memory}", [], side_effect=True)
 
 
 __all__ = ["PARAM_PREFIX", "TENSOR_MAP_BYTES", "tensor_map_count"]

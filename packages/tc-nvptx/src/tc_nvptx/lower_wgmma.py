@@ -54,9 +54,17 @@ def fence_for_async_proxy(ctx: Ctx) -> None:
         ctx.asm(ir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
 
 
-def _descriptor(ctx: Ctx, address: ir.Value, lbo: int, sbo: int, mode: int) -> ir.Value:
+def _descriptor(ctx: Ctx, view: SharedView, coords: list[ir.Value | int], lbo: int, sbo: int, mode: int) -> ir.Value:
+    """The 64-bit matrix descriptor of the operand at `coords`: its start address >> 4 (a shared
+    address is below 2^18, so the 14-bit field needs no mask) plus the constant fields. The start
+    is computed as (view base >> 4) + (byte offset >> 4), both 16-byte aligned: the base's part is
+    one value per slot and the offsets are constants or loop invariants, so each descriptor of a
+    k-step costs one 32-bit add."""
     b = ctx.b
-    start = b.lshr(b.and_(b.ptrtoint(address, I32), ir.Constant(I32, 0x3FFFF)), ir.Constant(I32, 4))
+    four = ir.Constant(I32, 4)
+    eb = view.element.bits // 8  # type: ignore[union-attr]
+    byte = b.mul(view.offset(ctx, coords), ir.Constant(I32, eb))
+    start = b.add(b.lshr(b.ptrtoint(view.ptr, I32), four), b.lshr(byte, four))
     fixed = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | mode << 62
     return b.or_(b.zext(start, I64), ir.Constant(I64, fixed))
 
@@ -83,7 +91,7 @@ class Operand:
         coords: list[ir.Value | int] = [0, 0]
         coords[self.kdim] = k
         coords[1 - self.kdim] = mn
-        return _descriptor(ctx, self.view.address(ctx, coords), self.lbo, self.sbo, self.mode)
+        return _descriptor(ctx, self.view, coords, self.lbo, self.sbo, self.mode)
 
     @property
     def transposed(self) -> int:
