@@ -22,7 +22,8 @@ def _init() -> None:
             llvm.initialize_all_targets()
             llvm.initialize_all_asmprinters()
             # 32-bit shared-memory pointers (the data layout's p3:32): shared addresses, slot
-            # offsets and wgmma descriptors are then computed in 32-bit registers
+            # offsets and wgmma descriptors are then computed in 32-bit registers (an option of
+            # the NVPTX back end only: other users of llvmlite's LLVM on the CPU are unaffected)
             llvm.set_option("tc", "-nvptx-short-ptr")
             _initialized = True
 
