@@ -16,6 +16,7 @@ from tc_opt import CompileOptions
 
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
 ALIGNED = ("16", "16", "16", None, None, None, "16", "16", "16")
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not on the PATH")
 
 
 def _compile(stages: int = 4, warps: int = 8, tma: bool = True, nb: int = 256, *, tma_store: bool = False,
@@ -109,7 +110,7 @@ def test_wgmma_descriptors_are_32_bit_arithmetic() -> None:
     assert math.count("add.s32") >= 6
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+@needs_ptxas
 def test_ptxas_accepts_and_registers_drop() -> None:
     tma, plain = _compile(), _compile(tma=False)
     assert tma.cubin and tma.spills == 0
@@ -117,7 +118,7 @@ def test_ptxas_accepts_and_registers_drop() -> None:
     assert tma.registers < plain.registers
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+@needs_ptxas
 @pytest.mark.parametrize("stages,warps,nb", [(3, 4, 128), (2, 4, 128), (3, 8, 256)])
 def test_other_schedules_assemble(stages: int, warps: int, nb: int) -> None:
     k = _compile(stages, warps, nb=nb)
@@ -174,7 +175,7 @@ CHECK: wgmma.mma_async
         assert k.cubin and k.spills == 0
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+@needs_ptxas
 def test_spec_matmul_copies_with_tma() -> None:
     """The spec's matmul.tc (`A + rk * 1 + rm * lda`, `for (k = K; k > 0; k -= TK)`, advances
     `TK * 1`): its operand tiles arrive by TMA on mbarriers, no per-thread cp.async; ptxas accepts
@@ -226,14 +227,14 @@ CHECK: cp.async.bulk.wait_group.read 0;
                                 "box": [64, 128], "swizzle": 128}
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+@needs_ptxas
 @pytest.mark.parametrize("ws,persistent", [(False, False), (True, False), (True, True)])
 def test_tma_store_epilogues_assemble(ws: bool, persistent: bool) -> None:
     k = _compile(tma_store=True, warp_specialize=ws, persistent=persistent)
     assert k.cubin and k.spills == 0 and len(k.tensor_maps) == 3
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on the PATH")
+@needs_ptxas
 @pytest.mark.parametrize("stages,schedule", [(4, "plain"), (4, "tma_store"), (3, "tma_store"), (4, "warp_specialize"),
                                              (4, "persistent")])
 def test_ptxas_keeps_the_wgmma_pipelined(stages: int, schedule: str) -> None:

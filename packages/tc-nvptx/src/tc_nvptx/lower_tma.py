@@ -229,7 +229,7 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     coords = [ctx.scalar(v) for v in op.operands[1:]]
     rank = len(coords)
     desc = _tensor_map(ctx, int(op.descriptor), op)
-    issue = leader
+    issue: ir.Value = ir.Constant(ir.IntType(1), 1)  # (inside the leader's branch) unless C is empty
     ext = list(op.extents)
     f = ctx.function
     for arg, offset in zip(ext[::2], ext[1::2]):  # an empty matrix: the runtime's extent 1 must not be written
