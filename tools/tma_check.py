@@ -84,12 +84,13 @@ def check_correctness(configs: list[tuple[int, int, int, int, int]], modes: tupl
     import torch
 
     spec = SPEC
-    # correctness: unmasked tutorial at multiples of the tile, masked kernel at odd sizes
+    # correctness: unmasked tutorial at multiples of the tile, masked kernel at odd sizes (and
+    # K = 0: the loop runs no iteration, C must be zeros)
     failures = 0
     # (more programs than SMs too: a persistent kernel's CTAs then run several)
     for name, src, shapes in (("tutorial", TUTORIAL, [(512, 768, 1024), (1024, 1024, 256), (2048, 4096, 192)]),
                               ("masked", _masked_source(), [(300, 520, 200), (1000, 1000, 1000), (64, 48, 8),
-                                                            (2049, 4000, 77)])):
+                                                            (2049, 4000, 77), (300, 200, 0)])):
         for cfg, mode in ((c, m) for c in configs for m in modes):
             try:
                 ck = build(src, cfg, mode, spec)

@@ -382,6 +382,48 @@ def test_dot_tf32_rounds_inputs() -> None:
     assert np.all(c == np.float32(1.0 + 2**-12))
 
 
+def test_undefined_accumulator_unread_by_the_first_dot_and_zeroed_by_the_wait() -> None:
+    # the form tc_opt.accumulator_init gives a loop: the accumulator starts undefined (NaN here),
+    # the first dot does not read it (iv != lb), and the final wait gives zeros unless lb < ub
+    fn = kernel("%a: ptr<f32>, %b: ptr<f32>, %c: ptr<f32>, %n: i32", """
+    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>
+    %re = tc.expand_dims %r {axis = 1} : tile<4x1xi32>
+    %ce = tc.expand_dims %r {axis = 0} : tile<1x4xi32>
+    %rb = tc.broadcast %re : tile<4x4xi32>
+    %cb = tc.broadcast %ce : tile<4x4xi32>
+    %ld = tc.constant {value = 4} : tile<4x4xi32>
+    %rm = tc.binary %rb, %ld {kind = "mul"} : tile<4x4xi32>
+    %off = tc.binary %rm, %cb {kind = "add"} : tile<4x4xi32>
+    %as = tc.splat %a : tile<4x4xptr<f32>>
+    %ap = tc.addptr %as, %off : tile<4x4xptr<f32>>
+    %bs = tc.splat %b : tile<4x4xptr<f32>>
+    %bp = tc.addptr %bs, %off : tile<4x4xptr<f32>>
+    %cs = tc.splat %c : tile<4x4xptr<f32>>
+    %cp = tc.addptr %cs, %off : tile<4x4xptr<f32>>
+    %x = tc.load %ap : tile<4x4xf32>
+    %y = tc.load %bp : tile<4x4xf32>
+    %c0 = tc.constant {value = 0} : i32
+    %c1 = tc.constant {value = 1} : i32
+    %u = tc.undef : tile<4x4xf32>
+    %acc = tc.for %c0, %n, %c1, %u : tile<4x4xf32> ({
+    ^(%k: i32, %sum: tile<4x4xf32>):
+      %later = tc.cmp %k, %c0 {predicate = "ne"} : i1
+      %d = tc.dot %x, %y, %sum, %later {precision = "ieee", asynchronous = true} : tile<4x4xf32>
+      tc.yield %d
+    })
+    %ran = tc.cmp %c0, %n {predicate = "slt"} : i1
+    %done = tc.dot_wait %acc, %ran : tile<4x4xf32>
+    tc.store %cp, %done""")
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 4)).astype(np.float32)
+    for n, times in ((3, 3), (1, 1), (0, 0), (-2, 0)):
+        c = np.full((4, 4), 7.0, np.float32)
+        interpret(fn, [a, b, c, n], 1)
+        np.testing.assert_allclose(c, times * (a.astype(np.float64) @ b), rtol=1e-5, atol=1e-5)
+        assert not np.isnan(c).any()
+
+
 def test_for_loop_with_loop_carried_values() -> None:
     fn = kernel("%po: ptr<i32>, %n: i32", """
     %c0 = tc.constant {value = 0} : i32

@@ -75,6 +75,11 @@ def every_op_module() -> O.Module:
     e(O.ConvertLayoutOp, [d], [TileType((16, 16), F32, BLK)])
     late = e(O.DotOp, [fm, fm, d], [TileType((16, 16), F32)], asynchronous=True)
     e(O.DotWaitOp, [late], [TileType((16, 16), F32)], pending=1)
+    # an accumulator that the first dot does not read, and a wait that gives zeros unless valid
+    started = e(O.UndefOp, [], [TileType((16, 16), F32)])
+    flag = e(O.ConstantOp, [], [I1], value=False)
+    first = e(O.DotOp, [fm, fm, started, flag], [TileType((16, 16), F32)], asynchronous=True)
+    e(O.DotWaitOp, [first, flag], [TileType((16, 16), F32)])
     # shared memory and asynchronous copies (the GPU level of dot staging and pipelining)
     sh2 = Shared(8, 2, 4, (1, 0))
     one0 = e(O.ConstantOp, [], [I32], value=0)

@@ -85,6 +85,14 @@ def test_message_names_op_location_and_problem() -> None:
          "    %b = tc.constant {value = 0.0} : tile<8x4xf32>\n"
          "    %c = tc.constant {value = 0.0} : tile<16x8xf32>\n"
          "    %d = tc.dot %a, %b, %c : tile<16x8xf32>", "dot accumulator [16, 8] is not [16, 4]"),
+        ("    %a = tc.constant {value = 0.0} : tile<16x8xf32>\n"
+         "    %b = tc.constant {value = 0.0} : tile<8x4xf32>\n"
+         "    %c = tc.undef : tile<16x4xf32>\n"
+         "    %d = tc.dot %a, %b, %c, %n : tile<16x4xf32>", "a dot's use_acc operand must be a scalar i1, not i32"),
+        ("    %c = tc.undef : tile<16x4xf32>\n"
+         "    %m = tc.constant {value = true} : tile<16x4xi1>\n"
+         "    %d = tc.dot_wait %c, %m : tile<16x4xf32>", "a dot_wait's valid operand must be a scalar i1"),
+        ("    %c = tc.undef : tile<4xptr<f32>>", "undef of tile<4xptr<f32>>: not a number"),
         ("    %v = tc.load %x : i32", "load through ptr<f32> cannot give i32"),
         ("    %v = tc.load %n : i32", "load from a non-pointer i32"),
         ("    %px = tc.splat %x : tile<4xptr<f32>>\n"

@@ -1,6 +1,8 @@
-"""Warp-specialized and persistent TMA matmuls, and TMA bulk-store epilogues, on the GPU
-(CompileOptions.warp_specialize, .persistent, .tma_store): the tutorial kernel at multiples of the tile and the masked kernel at odd sizes,
-with more programs than SMs, against torch. The kernels are launched by tools/tma_check.py's own
+"""TMA matmuls, warp-specialized and persistent ones, and TMA bulk-store epilogues, on the GPU
+(CompileOptions.tma, .warp_specialize, .persistent, .tma_store): the tutorial kernel at multiples
+of the tile and the masked kernel at odd sizes and at K = 0 (no iteration: the accumulator that
+tc_opt.accumulator_init leaves undefined must come out as zeros), with more programs than SMs,
+against torch. The kernels are launched by tools/tma_check.py's own
 launcher (the runtime does not launch persistent kernels yet)."""
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _tool() -> Any:
     return mod
 
 
-@pytest.mark.parametrize("mode", ["tma+ws", "persistent"])
+@pytest.mark.parametrize("mode", ["tma", "tma+ws", "persistent"])
 @pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4)], ids=lambda c: "x".join(map(str, c)))
 def test_specialized_matmuls_match_torch(mode: str, cfg: tuple[int, int, int, int, int]) -> None:
     assert _tool().check_correctness([cfg], (mode,)) == 0

@@ -240,11 +240,37 @@ CHECK: tc.async_copy
 CHECK: tc.async_commit_group
 CHECK: tc.yield %[[W]],
 CHECK: tc.async_wait{{$}}
-CHECK-NEXT: %[[ACC:.*]] = tc.dot_wait %{{[0-9]+}} :
+CHECK-NEXT: %[[RAN:.*]] = tc.cmp %{{.*}}, %K {predicate = "slt"}
+CHECK-NEXT: %[[ACC:.*]] = tc.dot_wait %{{[0-9]+}}, %[[RAN]] :
 CHECK: %[[H:.*]] = tc.cast %[[ACC]] {kind = "fptrunc"} : tile<128x128xf16, #mma
 CHECK-NEXT: tc.convert_layout %[[H]] : tile<128x128xf16, #blocked
 CHECK: tc.store
 """.replace("BARRIER", barrier))
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_zero_started_accumulator_is_not_written_before_the_first_dot(persistent: bool) -> None:
+    """tc_opt.accumulator_init: the in-flight dot's first iteration does not read the accumulator
+    (iv != lb), which starts undefined (in a persistent kernel, inside the loop over the programs,
+    it stays zero); the final wait gives zeros when the loop ran no iteration (lb < ub false)."""
+    from tc_nvptx.compiler import frontend_module
+
+    src = (KERNELS / "matmul_tutorial.tc").read_text()
+    m = frontend_module(src, {"TYPE": "half", "MB": 128, "NB": 256, "KB": 64}, None, "mt.tc")
+    opts = CompileOptions(arch="sm_90", num_warps=8, num_stages=3, specialization=SPEC9,
+                          warp_specialize=persistent, persistent=persistent)
+    gpu_pipeline(opts).run(m)  # type: ignore[arg-type]
+    start = ("CHECK: %[[Z:.*]] = tc.constant {value = 0.0} : tile<128x256xf32, #mma" if persistent else
+             "CHECK: %[[Z:.*]] = tc.undef : tile<128x256xf32, #mma")
+    filecheck(module_text(m), start + """
+CHECK: tc.for %[[LB:[0-9]+]], %K, %{{[0-9]+}}, %[[Z]],
+CHECK-NEXT: ^(%[[IV:[0-9]+]]: i32, %[[ACC:[a-z_0-9]+]]:
+CHECK: %[[LATER:.*]] = tc.cmp %[[IV]], %[[LB]] {predicate = "ne"} : i1
+CHECK-NEXT: tc.dot %{{[0-9]+}}, %{{[0-9]+}}, %[[ACC]], %[[LATER]] {precision = "ieee", asynchronous = true}
+CHECK: %[[RAN:.*]] = tc.cmp %[[LB]], %K {predicate = "slt"} : i1
+CHECK-NEXT: tc.dot_wait %{{[0-9]+}}, %[[RAN]] :
+""")
+    assert ("tc.undef" in module_text(m)) != persistent
 
 
 def test_one_warpgroup_with_three_stages_waits_for_each_dot() -> None:

@@ -177,6 +177,7 @@ CHECK: tc.tma_load {{.*}}%write_slot
 CHECK: tc.binary %phase, %{{.*}} {kind = "xor"}
 CHECK: tc.yield
 CHECK: tc.mbarrier_inval %[[BARS]]
+CHECK-NEXT: tc.cmp {{.*}} {predicate = "slt"} : i1
 CHECK-NEXT: tc.dot_wait
 """)
 

@@ -65,6 +65,7 @@ CHECK-NOT: tc.tma_load
 CHECK: tc.yield {{.*}}, %read_slot
 CHECK: tc.mbarrier_inval %[[FULL]]
 CHECK-NEXT: tc.mbarrier_inval %[[EMPTY]]
+CHECK-NEXT: tc.cmp {{.*}} {predicate = "slt"} : i1
 CHECK-NEXT: tc.dot_wait
 CHECK: tc.store
 CHECK: tc.yield

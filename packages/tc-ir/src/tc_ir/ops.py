@@ -182,6 +182,16 @@ class ConstantOp(Operation):
 
 @register
 @attrs.define(eq=False, kw_only=True)
+class UndefOp(Operation):
+    """A value of the result type with unspecified contents, for a place that is never read: the
+    first accumulator of a loop whose first dot is told not to read it (tc_opt.accumulator_init),
+    so that no instruction writes those registers before the tensor cores do."""
+
+    NAME = "tc.undef"
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
 class ProgramIdOp(Operation):
     """The program's index along `axis` (0..2) of the launch grid: i32."""
 
@@ -409,7 +419,8 @@ class ReduceOp(Operation):
 @register
 @attrs.define(eq=False, kw_only=True)
 class DotOp(Operation):
-    """operands: a [M, K], b [K, N], acc [M, N] -> acc + a @ b, accumulated in acc's type.
+    """operands: a [M, K], b [K, N], acc [M, N] [, use_acc (scalar i1)] -> acc + a @ b,
+    accumulated in acc's type; where use_acc is false, acc is not read and the result is a @ b.
     precision: "ieee" (exact fp32) or "tf32" (tensor cores for fp32 inputs).
     asynchronous: the result is still being computed (a wgmma batch left in flight so that the
     next loop iteration's copies overlap it); its one reader is a `tc.dot_wait`."""
@@ -423,8 +434,10 @@ class DotOp(Operation):
 @register
 @attrs.define(eq=False, kw_only=True)
 class DotWaitOp(Operation):
-    """operand: the result of an asynchronous dot (or a value carried from one) -> the same tile,
-    complete once at most `pending` batches of asynchronous dots issued after it are in flight."""
+    """operands: the result of an asynchronous dot (or a value carried from one) [, valid (scalar
+    i1)] -> the same tile, complete once at most `pending` batches of asynchronous dots issued
+    after it are in flight; zeros where `valid` is false (the accumulator of a loop that ran no
+    iteration and so was never written: tc_opt.accumulator_init)."""
 
     NAME = "tc.dot_wait"
     HAS_SIDE_EFFECTS = True

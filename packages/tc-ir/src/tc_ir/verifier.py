@@ -344,10 +344,18 @@ def _reduce(op: O.ReduceOp) -> None:
     _check((op.kind[0] == "f") == _is_float(src), f"reduction {op.kind} on {src.element}")
 
 
+@_rule(O.UndefOp)
+def _undef(op: O.UndefOp) -> None:
+    _count(op, 0, 1)
+    _check(isinstance(element_of(op.results[0].type), ScalarType), f"undef of {op.results[0].type}: not a number")
+
+
 @_rule(O.DotOp)
 def _dot(op: O.DotOp) -> None:
-    _count(op, 3, 1)
-    a, b, c = (v.type for v in op.operands)
+    _count(op, (3, 4), 1)
+    if len(op.operands) == 4:
+        _check(op.operands[3].type == I1, f"a dot's use_acc operand must be a scalar i1, not {op.operands[3].type}")
+    a, b, c = (v.type for v in op.operands[:3])
     _check(all(isinstance(x, TileType) and x.rank == 2 for x in (a, b, c)),
            f"dot needs 2-D tiles, got {_types(op.operands)}")
     assert isinstance(a, TileType) and isinstance(b, TileType) and isinstance(c, TileType)
@@ -362,7 +370,9 @@ def _dot(op: O.DotOp) -> None:
 
 @_rule(O.DotWaitOp)
 def _dot_wait(op: O.DotWaitOp) -> None:
-    _count(op, 1, 1)
+    _count(op, (1, 2), 1)
+    if len(op.operands) == 2:
+        _check(op.operands[1].type == I1, f"a dot_wait's valid operand must be a scalar i1, not {op.operands[1].type}")
     _check(isinstance(op.operands[0].type, TileType), f"dot_wait of {_types(op.operands)}: a dot result is a tile")
     _check(op.results[0].type == op.operands[0].type,
            f"dot_wait changes the type {op.operands[0].type} -> {op.results[0].type}")

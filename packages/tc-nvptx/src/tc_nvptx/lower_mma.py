@@ -16,7 +16,7 @@ from tc_ir.ops import DotOp
 from tc_ir.types import ElementType, ScalarType, TileType
 
 from .context import Ctx, SharedTile, TileVal, lowering_error
-from .llvm_types import F32, I32, bits_of, llvm_type, memory_type
+from .llvm_types import F32, I32, bits_of, constant, llvm_type, memory_type
 from .lowerings import lowers
 from .lower_wgmma import lower_wgmma
 from .swizzle import SharedView
@@ -224,11 +224,15 @@ def lower_dot(ctx: Ctx, op: DotOp) -> None:
     a = ctx.values[op.operands[0]]
     bv = ctx.values[op.operands[1]]
     acc = ctx.tile(op.operands[2])
+    use_acc = ctx.values[op.operands[3]] if len(op.operands) > 3 else None
     if isinstance(acc.map.layout, Mma) and acc.map.layout.version == 3:
         if not isinstance(a, SharedView) or not isinstance(bv, SharedView):
             raise lowering_error("internal error: wgmma operands are not in shared memory", op.loc)
-        lower_wgmma(ctx, op, a, bv, acc)
+        lower_wgmma(ctx, op, a, bv, acc, use_acc)
         return
+    if use_acc is not None:  # (only wgmma reads the flag itself: elsewhere acc = use_acc ? acc : 0)
+        zero = constant(acc.element, 0)
+        acc = TileVal(acc.map, {k: ctx.b.select(use_acc, v, zero) for k, v in acc.vals.items()}, acc.element)
     if isinstance(acc.map.layout, Mma):
         if not isinstance(a, TileVal) or not isinstance(bv, TileVal):
             raise lowering_error("internal error: tensor-core dot operands are not in registers", op.loc)

@@ -15,11 +15,12 @@ from tc_ir.ops import (
     ProgramIdOp,
     ReshapeOp,
     SplatOp,
+    UndefOp,
 )
 from tc_ir.types import TileType, element_of
 
 from .context import Ctx, TileVal, lowering_error
-from .llvm_types import I32, constant
+from .llvm_types import I32, constant, llvm_type
 from .lowerings import lowers
 
 _AXES = "xyz"
@@ -30,6 +31,13 @@ def lower_constant(ctx: Ctx, op: ConstantOp) -> None:
     t = op.result.type
     c = constant(element_of(t), op.value)
     ctx.values[op.result] = ctx.splat_tile(t, c) if isinstance(t, TileType) else c
+
+
+@lowers("tc.undef")
+def lower_undef(ctx: Ctx, op: UndefOp) -> None:
+    t = op.result.type
+    u = ir.Constant(llvm_type(element_of(t)), ir.Undefined)
+    ctx.values[op.result] = ctx.splat_tile(t, u) if isinstance(t, TileType) else u
 
 
 @lowers("tc.program_id")

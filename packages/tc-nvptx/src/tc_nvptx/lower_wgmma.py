@@ -21,6 +21,8 @@ first: the lowering of those writes does it (`fence_for_async_proxy`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import llvmlite.ir as ir
 from tc_ir.layouts import Mma
 from tc_ir.ops import DotOp, DotWaitOp
@@ -112,15 +114,20 @@ def _wgmma_text(n: int, elem: str, k: int, trans_a: int, trans_b: int) -> str:
             f"{{{d}}}, ${h}, ${h + 1}, p, 1, 1{trans}; }}")
 
 
-def _through(ctx: Ctx, text: str, vals: list[ir.Value]) -> list[ir.Value]:
-    """An asm statement that takes and returns `vals` (the accumulator) unchanged in registers."""
+def _through(ctx: Ctx, text: str, vals: list[ir.Value], extra: Sequence[ir.Value] = ()) -> list[ir.Value]:
+    """An asm statement that takes and returns `vals` (the accumulator) in registers, unchanged
+    unless `text` writes them; `extra` (b32 inputs) follow them as $2n, $2n+1, ..."""
     n = len(vals)
-    cons = ",".join(["=f"] * n + [str(i) for i in range(n)])
-    r = ctx.asm(ir.LiteralStructType([F32] * n), text, cons, vals, side_effect=True)
+    cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["r"] * len(extra))
+    r = ctx.asm(ir.LiteralStructType([F32] * n), text, cons, [*vals, *extra], side_effect=True)
     return [ctx.b.extract_value(r, i) for i in range(n)]
 
 
-def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal) -> None:
+def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal,
+                use_acc: ir.Value | None = None) -> None:
+    """The dot as wgmma batches of K = 16 (8 for tf32), committed as one group. `use_acc` (i1):
+    the first batches' scale-d operand, so that they do not read the accumulator where it is
+    false (its registers may then be undefined); the later batches accumulate."""
     lay = acc.map.layout
     assert isinstance(lay, Mma) and lay.version == 3
     elem = a.element
@@ -145,6 +152,7 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
     if missing:
         raise lowering_error(f"internal error: the wgmma accumulator lacks {missing[:4]}", op.loc)
     one = ir.Constant(I32, 1)
+    first = b.zext(use_acc, I32) if use_acc is not None else one
     ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "~{memory}", [], side_effect=True)
     text = _wgmma_text(n, kind, kstep, opa.transposed, opb.transposed)
     half = n // 2
@@ -155,7 +163,8 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
         for rep, ks in order.items():
             row: ir.Value = b.add(group_row, ir.Constant(I32, rep * cover)) if rep else group_row
             da = opa.descriptor(ctx, row, kk)
-            r = ctx.asm(ret, text, cons, [da, db, one, *(vals[k] for k in ks)], side_effect=True)
+            scale_d = first if kk == 0 else one
+            r = ctx.asm(ret, text, cons, [da, db, scale_d, *(vals[k] for k in ks)], side_effect=True)
             for i, k in enumerate(ks):
                 vals[k] = b.extract_value(r, i)
     ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "~{memory}", [], side_effect=True)
@@ -163,11 +172,22 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
     ctx.values[op.result] = result if op.asynchronous else wait_for_wgmma(ctx, result, 0)
 
 
-def wait_for_wgmma(ctx: Ctx, tile: TileVal, pending: int) -> TileVal:
+def wait_for_wgmma(ctx: Ctx, tile: TileVal, pending: int, valid: ir.Value | None = None) -> TileVal:
     """`tile` once at most `pending` wgmma batches are in flight: its registers pass through the
-    wait, so that nothing reads them (or moves them) before the hardware has written them."""
+    wait, so that nothing reads them (or moves them) before the hardware has written them.
+
+    `valid` (i1): where false the registers become zeros, by selp in the same asm statement: a
+    select LLVM could place (it sinks one below the narrowing of the values) makes ptxas
+    serialize the loop's wgmma (C7514)."""
     keys = list(tile.vals)
-    done = _through(ctx, f"wgmma.wait_group.sync.aligned {pending};", [tile.vals[k] for k in keys])
+    text = f"wgmma.wait_group.sync.aligned {pending};"
+    extra: list[ir.Value] = []
+    if valid is not None:
+        n = len(keys)
+        zero = "".join(f" selp.f32 ${i}, ${i}, 0f00000000, v;" for i in range(n))
+        text = f"{{ .reg .pred v; setp.ne.b32 v, ${2 * n}, 0; {text}{zero} }}"
+        extra = [ctx.b.zext(valid, I32)]
+    done = _through(ctx, text, [tile.vals[k] for k in keys], extra)
     return TileVal(tile.map, dict(zip(keys, done)), tile.element)
 
 
@@ -177,4 +197,5 @@ def lower_dot_wait(ctx: Ctx, op: DotWaitOp) -> None:
     lay = src.map.layout
     if not isinstance(lay, Mma) or lay.version != 3:
         raise lowering_error(f"internal error: dot_wait of a {lay} tile (only wgmma results wait)", op.loc)
-    ctx.values[op.result] = wait_for_wgmma(ctx, src, int(op.pending))
+    valid = ctx.values[op.operands[1]] if len(op.operands) > 1 else None
+    ctx.values[op.result] = wait_for_wgmma(ctx, src, int(op.pending), valid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .accumulator_init import AccumulatorInit
 from .canonicalize import Canonicalize
 from .combine_dot import CombineDotAdd
 from .cse import CommonSubexpressionElimination
@@ -47,6 +48,7 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         StageDotOperands(o),
         PipelineLoops(o),
         TmaStores(o),
+        AccumulatorInit(o),
         DeadCodeElimination(o),
         AllocateShared(o),
         CheckResources(o),

@@ -129,6 +129,20 @@ def _constant(c: Compiler, op: O.ConstantOp) -> Step:
     return step
 
 
+@_handles(O.UndefOp)
+def _undef(c: Compiler, op: O.UndefOp) -> Step:
+    """NaN for floats (so that a read of it shows in the results), zeros otherwise."""
+    t = op.results[0].type
+    e = element_of(t)
+    value = _const_value(t, float("nan") if isinstance(e, ScalarType) and not e.is_int else 0)
+    r = c.slot(op.results[0])
+
+    def step(env: Env) -> None:
+        env[r] = value
+
+    return step
+
+
 @_handles(O.ProgramIdOp)
 def _program_id(c: Compiler, op: O.ProgramIdOp) -> Step:
     state, axis, r = c.state, op.axis, c.slot(op.results[0])
@@ -327,7 +341,8 @@ def _reduce(c: Compiler, op: O.ReduceOp) -> Step:
 
 @_handles(O.DotOp)
 def _dot(c: Compiler, op: O.DotOp) -> Step:
-    a, b, acc = (c.slot(v) for v in op.operands)
+    a, b, acc = (c.slot(v) for v in op.operands[:3])
+    use_acc = c.slot(op.operands[3]) if len(op.operands) > 3 else None
     r = c.slot(op.results[0])
     rt = op.results[0].type
     out = value_dtype(rt)
@@ -342,8 +357,24 @@ def _dot(c: Compiler, op: O.DotOp) -> Step:
         y = np.asarray(env[b], dtype=work)
         if tf32:
             x, y = round_tf32(x), round_tf32(y)
-        res = (np.matmul(x, y) + np.asarray(env[acc], dtype=work)).astype(out)
+        res = np.matmul(x, y)
+        if use_acc is None or env[use_acc]:
+            res = res + np.asarray(env[acc], dtype=work)
+        res = res.astype(out)
         env[r] = round_bf16(res) if bf else res
+
+    return step
+
+
+@_handles(O.DotWaitOp)
+def _dot_wait(c: Compiler, op: O.DotWaitOp) -> Step:
+    """Dots complete at once here: the tile itself, or zeros where `valid` is false."""
+    src, r = c.slot(op.operands[0]), c.slot(op.results[0])
+    valid = c.slot(op.operands[1]) if len(op.operands) > 1 else None
+    zeros = _const_value(op.results[0].type, 0)
+
+    def step(env: Env) -> None:
+        env[r] = env[src] if valid is None or env[valid] else zeros
 
     return step
 
