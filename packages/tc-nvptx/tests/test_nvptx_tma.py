@@ -227,6 +227,29 @@ CHECK: cp.async.bulk.wait_group.read 0;
                                 "box": [64, 128], "swizzle": 128}
 
 
+def test_persistent_bulk_store_waits_before_reuse_and_at_exit() -> None:
+    """In the loop over the programs each panel's buffer waits for the copy that read it last
+    (three other groups may still read: one buffer per panel), nothing waits after the last
+    panel, and thread 0 waits for every read once, before the kernel returns."""
+    k = _compile(3, tma_store=True, warp_specialize=True, persistent=True)
+    assert k.ptx.count("cp.async.bulk.commit_group;") == 4
+    assert k.ptx.count("cp.async.bulk.wait_group.read 3;") == 4
+    filecheck(k.ptx, """
+CHECK: wgmma.wait_group.sync.aligned 0;
+CHECK: cp.async.bulk.wait_group.read 3;
+CHECK: cp.async.bulk.commit_group;
+CHECK: cp.async.bulk.wait_group.read 3;
+CHECK: cp.async.bulk.wait_group.read 3;
+CHECK: cp.async.bulk.wait_group.read 3;
+CHECK: cp.async.bulk.commit_group;
+CHECK-NOT: cp.async.bulk.wait_group
+CHECK: bra.uni
+CHECK: cp.async.bulk.wait_group.read 0;
+CHECK-NOT: cp.async.bulk
+CHECK: ret;
+""")
+
+
 @needs_ptxas
 @pytest.mark.parametrize("ws,persistent", [(False, False), (True, False), (True, True)])
 def test_tma_store_epilogues_assemble(ws: bool, persistent: bool) -> None:

@@ -89,6 +89,27 @@ def test_tma_store_lets_a_persistent_four_stage_tile_fit() -> None:
     assert shared(True) <= 232448 < shared(False)
 
 
+@pytest.mark.parametrize("stages,buffers", [(3, 4), (4, 2)])
+def test_persistent_store_writes_whole_tiles_where_they_fit(stages: int, buffers: int) -> None:
+    """In a persistent kernel's loop over the programs the store gets a buffer per panel (its
+    copies then read while the next tile computes) when the whole tile fits next to the loop's
+    stages: 3 x 48 KiB + 64 KiB does, 4 x 48 KiB + 64 KiB does not (two buffers in turns)."""
+    from tc_nvptx.compiler import frontend_module
+
+    m = frontend_module(TUTORIAL, TILE, None, "<test>")
+    opts = CompileOptions(arch="sm_90", num_warps=8, num_stages=stages, specialization=ALIGNED,  # type: ignore[arg-type]
+                          warp_specialize=True, persistent=True, tma_store=True, verify=True)
+    gpu_pipeline(opts).run(m)
+    (st,) = _ops(m, O.TmaStoreOp)
+    assert isinstance(st, O.TmaStoreOp)
+    assert panel_buffers(st) == buffers and st.buffers == (buffers if buffers == 4 else 0)
+    assert scratch_bytes(st) == buffers * 128 * 128
+    assert int(m.attributes["shared_bytes"]) <= 232448
+    # outside a loop the store keeps two buffers in turns
+    (plain,) = _ops(_gpu_ir(TUTORIAL, stages=3), O.TmaStoreOp)
+    assert panel_buffers(plain) == 2 and plain.buffers == 0  # type: ignore[attr-defined]
+
+
 def test_masked_store_keeps_its_bounds_as_extents() -> None:
     src = TUTORIAL.replace("*? (rm[:, newaxis] < M && rn [newaxis, :] < N) pc = acc;", "*? (rn[newaxis, :] < N) pc = acc;")
     m = _gpu_ir(src)

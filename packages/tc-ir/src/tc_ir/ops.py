@@ -783,7 +783,8 @@ class TmaStoreOp(Operation):
     box: `box[0]` elements of the map's contiguous dimension `fast` of the tile), and one thread
     copies each panel to global memory with a bulk tensor store through tensor map `descriptor`;
     elements outside the map's extents are not written (the mask of the store it replaces). The
-    map's attributes are those of tc.tma_load."""
+    map's attributes are those of tc.tma_load. `buffers`: how many panel buffers it writes through
+    (0: tc_opt.tma_store.panel_buffers' choice)."""
 
     NAME = "tc.tma_store"
     HAS_SIDE_EFFECTS = True
@@ -794,6 +795,7 @@ class TmaStoreOp(Operation):
     stride: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     box: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     swizzle: int = 128
+    buffers: int = 0
 
 
 @register

@@ -11,6 +11,7 @@ from tc_opt.shared_alloc import allocate
 
 from .context import Ctx, lowering_error
 from .llvm_types import I8, I32, llvm_type
+from .lower_tma import return_from_kernel
 from .lowerings import load_all
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -53,7 +54,7 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
     ctx.tma_params = hidden  # type: ignore[attr-defined]
     ctx.lower_block(f.body)
     if not isinstance(f.body.terminator, ReturnOp):
-        ctx.b.ret_void()
+        return_from_kernel(ctx)
     ctx.finish()
     return alloc.size
 

@@ -21,6 +21,7 @@ from tc_ir.types import TileType, element_of
 
 from .context import Ctx, TileVal, lowering_error
 from .llvm_types import I32, constant, llvm_type
+from .lower_tma import return_from_kernel
 from .lowerings import lowers
 
 _AXES = "xyz"
@@ -144,7 +145,7 @@ def lower_terminator(ctx: Ctx, op: Operation) -> None:
 
 @lowers("tc.return")
 def lower_return(ctx: Ctx, op: Operation) -> None:
-    ctx.b.ret_void()
+    return_from_kernel(ctx)
 
 
 __all__ = ["ReshapeOp", "lower_small_reshape"]

@@ -26,8 +26,8 @@ from tc_ir.ops import (
     WarpSpecializeOp,
 )
 from tc_ir.types import ScalarType, TileType
-from tc_opt.shared_alloc import runs_first_in_shared_memory
-from tc_opt.tma_store import SWIZZLE, panel_buffers
+from tc_opt.shared_alloc import loops_of, runs_first_in_shared_memory
+from tc_opt.tma_store import SWIZZLE, panel_buffers, panel_by_panel
 
 from .context import Ctx, lowering_error
 from .layout_math import DimMap, ThreadMap
@@ -199,7 +199,12 @@ def _vector_width(m: ThreadMap, fast: int, element_bytes: int) -> int:
 def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     """Write the tile into swizzled panel buffers (shared memory), then one thread issues a bulk
     tensor store per panel. With two buffers for more panels, panel j waits until the store of
-    panel j - 2 has read its buffer; the issuing thread waits for the last reads at the end."""
+    panel j - 2 has read its buffer; the issuing thread waits for the last reads at the end.
+
+    In a loop (a persistent kernel) nothing waits at the end: before each write of a buffer the
+    issuing thread waits for the copy that read it last (of this or the previous iteration), so
+    the copies overlap the next iteration, and it waits for all of them at the kernel's exit
+    (`return_from_kernel`)."""
     b = ctx.b
     src = ctx.tile(op.operands[0])
     t = op.operands[0].type
@@ -213,7 +218,10 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     m = src.map
     span = _thread_span(m.dims[fast])
     vw = _vector_width(m, fast, eb)
-    chunked = nbuf < panels  # one panel per step, else the whole tile in one
+    in_loop = bool(loops_of(op))
+    # one panel per step (buffers in turns; in a loop, where a whole tile at once needed more
+    # registers than a persistent kernel has: it spilled), else the whole tile in one
+    chunked = panel_by_panel(op) and (nbuf < panels or in_loop)
     steps = [[p] for p in range(panels)] if chunked else [list(range(panels))]
     by_step: dict[int, list[tuple[int, ...]]] = {}
     for key in m.keys:
@@ -240,9 +248,9 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     copy = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {{{places}}}], [$2];"
     etype = llvm_type(t.element)
     for j, step in enumerate(steps):
-        if j >= nbuf:  # the store of panel j - nbuf has read this buffer
+        if j >= nbuf or in_loop:  # the copy that read this buffer last is done reading it
             with b.if_then(leader):
-                ctx.asm(ir.VoidType(), f"cp.async.bulk.wait_group.read {nbuf - 1};", "~{memory}", [], side_effect=True)
+                _wait_for_bulk_reads(ctx, nbuf - 1 if chunked else 0)
             ctx.barrier()
         elif j == 0 and not runs_first_in_shared_memory(f, ctx.alloc, op):
             ctx.barrier()  # earlier users of this shared memory are done
@@ -278,8 +286,24 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
                 ctx.asm(ir.VoidType(), copy, "b,l,r," + ",".join("r" * rank) + ",~{memory}",
                         [issue, desc, smem, inner, coords[slow], *coords[2:]], side_effect=True)
             ctx.asm(ir.VoidType(), "cp.async.bulk.commit_group;", "~{memory}", [], side_effect=True)
-    with b.if_then(leader):
-        ctx.asm(ir.VoidType(), "cp.async.bulk.wait_group.read 0;", "~{memory}", [], side_effect=True)
+    if not in_loop:
+        with b.if_then(leader):
+            _wait_for_bulk_reads(ctx, 0)
 
 
-__all__ = ["PARAM_PREFIX", "TENSOR_MAP_BYTES", "tensor_map_count"]
+def _wait_for_bulk_reads(ctx: Ctx, pending: int) -> None:
+    """(The issuing thread) until at most `pending` of its bulk-store groups still read shared memory."""
+    ctx.asm(ir.VoidType(), f"cp.async.bulk.wait_group.read {pending};", "~{memory}", [], side_effect=True)
+
+
+def return_from_kernel(ctx: Ctx) -> None:
+    """Return; first, where bulk stores in a loop may still read shared memory (they do not wait
+    at the end, see lower_tma_store), thread 0, which issued them, waits for them: the next
+    program on this SM could otherwise overwrite what they have not read yet."""
+    if any(isinstance(op, TmaStoreOp) and loops_of(op) for op in ctx.function.walk()):
+        with ctx.b.if_then(ctx.thread0()):
+            _wait_for_bulk_reads(ctx, 0)
+    ctx.b.ret_void()
+
+
+__all__ = ["PARAM_PREFIX", "TENSOR_MAP_BYTES", "return_from_kernel", "tensor_map_count"]

@@ -190,7 +190,8 @@ def _number(f: Function) -> tuple[dict[Operation, int], dict[Operation, int]]:
     return index, end
 
 
-def _loops_of(op: Operation) -> list[Operation]:
+def loops_of(op: Operation) -> list[Operation]:
+    """The loops (for and while ops) around `op`, innermost first."""
     out: list[Operation] = []
     blk = op.parent
     while blk is not None and blk.parent is not None:
@@ -216,10 +217,10 @@ def allocate(f: Function) -> Allocation:
         stop = start
         t = op.results[0].type if op.results else None
         if isinstance(t, TileType) and isinstance(t.layout, (DotOperand, Shared)):
-            def_loops = set(map(id, _loops_of(op)))
+            def_loops = set(map(id, loops_of(op)))
             for u in buffer_users(op, users) if isinstance(op, LocalAllocOp) else users.get(op.results[0], []):  # type: ignore[arg-type]
                 stop = max(stop, index[u])
-                for loop in _loops_of(u):
+                for loop in loops_of(u):
                     if id(loop) not in def_loops:
                         stop = max(stop, end[loop])
         requests.append((start, stop, (size + ALIGN - 1) // ALIGN * ALIGN, op))
@@ -243,7 +244,7 @@ def runs_first_in_shared_memory(f: Function, alloc: Allocation, op: Operation) -
     """Whether `op` is the first op of `f` in program order with shared memory of its own and in
     no loop: no thread can have used shared memory before it, so writing its buffer needs no
     barrier first (one for what it wrote is still needed before others read it)."""
-    if op not in alloc.offsets or _loops_of(op):
+    if op not in alloc.offsets or loops_of(op):
         return False
     for o in f.walk():
         if o in alloc.offsets:

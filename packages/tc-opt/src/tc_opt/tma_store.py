@@ -40,7 +40,8 @@ from .ir_utils import uses
 from .pass_manager import Pass
 from .pipeline_loops import _Emitter
 from .pipeline_tma import materialize, outer_coordinate
-from .shared_alloc import _loops_of
+from .resources import max_shared_bytes
+from .shared_alloc import allocate, loops_of
 from .tma import ELEMENTS, UNBOUNDED, mask_extents, matrix_tile
 
 #: The swizzle of the shared panels (bytes per row of a panel: the box's inner extent).
@@ -49,17 +50,29 @@ SWIZZLE = 128
 GENERIC_MEMORY = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp, AsyncCopyOp)
 
 
-def panel_buffers(op: TmaStoreOp) -> int:
-    """How many panel buffers the store writes through: two (in turns) when every thread's
-    elements of a panel are known per register (a wgmma accumulator whose warps do not split the
-    contiguous dimension), else one per panel (the whole tile at once)."""
+def panel_count(op: TmaStoreOp) -> int:
     t = op.operands[0].type
     assert isinstance(t, TileType)
-    panels = t.shape[int(op.fast)] // int(op.box[0])
-    lay = t.layout
-    if isinstance(lay, Mma) and lay.version == 3 and lay.warps_per_cta[int(op.fast)] == 1:
-        return min(2, panels)
-    return panels
+    return t.shape[int(op.fast)] // int(op.box[0])
+
+
+def panel_buffers(op: TmaStoreOp) -> int:
+    """How many panel buffers the store writes through: its `buffers` when set (by
+    `whole_tiles_in_loops`), else two (in turns) when every thread's elements of a panel are known
+    per register (a wgmma accumulator whose warps do not split the contiguous dimension), else one
+    per panel (the whole tile at once)."""
+    if int(op.buffers):
+        return int(op.buffers)
+    panels = panel_count(op)
+    return min(2, panels) if panel_by_panel(op) else panels
+
+
+def panel_by_panel(op: TmaStoreOp) -> bool:
+    """Whether the tile can be written one panel after the other: each thread's elements of a
+    panel are known per register (a wgmma accumulator whose warps do not split the contiguous
+    dimension); else it is written whole."""
+    lay = getattr(op.operands[0].type, "layout", None)
+    return isinstance(lay, Mma) and lay.version == 3 and lay.warps_per_cta[int(op.fast)] == 1
 
 
 def scratch_bytes(op: TmaStoreOp) -> int:
@@ -76,7 +89,7 @@ def _last_memory_access(f: Function, store: StoreOp) -> bool:
     after = order[order.index(store) + 1:]
     if any(isinstance(op, GENERIC_MEMORY) for op in after):
         return False
-    for loop in _loops_of(store):
+    for loop in loops_of(store):
         if any(isinstance(op, GENERIC_MEMORY) and op is not store for op in loop.walk()):
             return False
     return True
@@ -146,6 +159,20 @@ def rewrite_stores(f: Function) -> int:
     return done
 
 
+def whole_tiles_in_loops(f: Function, limit: int) -> None:
+    """A bulk store in a loop (a persistent kernel's loop over the programs) writes its whole tile
+    at once, one buffer per panel, when that still fits `limit` bytes of shared memory: its
+    copies then read shared memory while the next iteration computes, and it waits for them only
+    before it writes the buffers again (tc_nvptx.lower_tma). With two buffers in turns it would
+    wait within every tile for the reads of the panels two before."""
+    for op in f.walk():
+        if not isinstance(op, TmaStoreOp) or not loops_of(op) or panel_buffers(op) >= panel_count(op):
+            continue
+        op.buffers = panel_count(op)
+        if allocate(f).size > limit:
+            op.buffers = 0
+
+
 class TmaStores(Pass):
     """tc.store of a whole 2-D tile -> tc.tma_store (sm_90 with `tma` and `tma_store`)."""
 
@@ -156,4 +183,5 @@ class TmaStores(Pass):
         if o.sm < 90 or not o.tma or not o.tma_store:
             return
         for f in module.functions:
-            rewrite_stores(f)
+            if rewrite_stores(f):
+                whole_tiles_in_loops(f, max_shared_bytes(o.arch))
