@@ -19,10 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 SRC = (ROOT / "packages" / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
 
-#: (MB, NB, KB, num_warps, num_stages)
-CONFIGS = [(128, 128, 32, 4, 3), (128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (128, 256, 32, 8, 3),
-           (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 32, 8, 3), (128, 128, 64, 8, 4), (64, 128, 32, 4, 4),
-           (128, 64, 32, 4, 4), (64, 64, 64, 4, 3)]
+#: (MB, NB, KB, num_warps, num_stages[, schedule]); "persistent": one program per SM looping over
+#: the tiles, with a producer warp and bulk-store epilogues (tc.config options)
+CONFIGS: list[tuple[Any, ...]] = [
+    (128, 128, 32, 4, 3), (128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (128, 256, 32, 8, 3), (128, 256, 64, 8, 3),
+    (128, 256, 64, 8, 4), (256, 128, 32, 8, 3), (128, 128, 64, 8, 4), (64, 128, 32, 4, 4), (128, 64, 32, 4, 4),
+    (64, 64, 64, 4, 3), (128, 256, 64, 8, 3, "persistent"), (128, 256, 64, 8, 4, "persistent")]
+SCHEDULES = {"persistent": {"persistent": True, "tma_store": True}}
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
@@ -63,9 +66,10 @@ def main() -> None:
         print(f"(triton unavailable: {exc})")
     kernels = {}
     for cfg in configs:
-        mb, nb, kb, w, s = cfg
-        kernels[cfg] = tc.kernel(SRC, device="cuda", defines={"TYPE": args.dtype, "MB": mb, "NB": nb, "KB": kb},
-                                 num_warps=w, num_stages=s)
+        mb, nb, kb, w, s = cfg[:5]
+        options = SCHEDULES[cfg[5]] if len(cfg) > 5 else None
+        kernels[cfg] = tc.kernel(SRC, device="cuda", defines={"TYPE": args.dtype}, autotune_configs=[
+            tc.config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=s, options=options)])
     rows: list[tuple[str, float, float | None, dict[Any, float]]] = []
     for m, n, k in shapes:
         name = str(m) if m == n == k else f"{m}x{n}x{k}"

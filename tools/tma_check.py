@@ -150,7 +150,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=0,
-                    help="then time the 3 fastest kernels of each size and cuBLAS in this many interleaved rounds")
+                    help="then time the fastest kernels of each size (--keep) and cuBLAS in this many interleaved rounds")
+    ap.add_argument("--keep", type=int, default=3, help="how many of the fastest kernels the rounds time")
     ap.add_argument("--modes", default=",".join(MODES), help="modes to time (comma-separated)")
     ap.add_argument("--configs", default="", help="configurations MB,NB,KB,warps,stages separated by ';' "
                     "(default: six, or two with --quick)")
@@ -207,7 +208,7 @@ def main() -> None:
         if args.rounds and timed:
             from bench_rounds import interleaved
 
-            best = sorted(timed, key=lambda name: -timed[name][0])[:3]
+            best = sorted(timed, key=lambda name: -timed[name][0])[:args.keep]
             providers = {"cuBLAS": lambda: torch.matmul(a, b), **{name: timed[name][1] for name in best}}
             ms = interleaved(providers, rounds=args.rounds, rep=100)
             print(f"{size}: medians of {args.rounds} interleaved rounds: " + ", ".join(

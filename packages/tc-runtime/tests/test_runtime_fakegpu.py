@@ -73,6 +73,8 @@ class FakeCuda:
         self.launches = 0
         self._ids = itertools.count(1000)
         self.max_threads = 1024
+        self.param_count = 8  # the kernel parameters a launch reads back for a simulated kernel
+        self.tensor_maps: list[tuple[Any, ...]] = []
 
     # devices and contexts
     def cuInit(self, flags: int) -> tuple[Result]:
@@ -154,7 +156,7 @@ class FakeCuda:
         self.launches += 1
         self.calls.append(("launch", name, grid, bx, stream, self.current_ctx))
         self.clock += self.block_time.get(bx, 1.0)
-        pointers = (ctypes.c_void_p * 8).from_address(params)
+        pointers = (ctypes.c_void_p * self.param_count).from_address(params)
         body = self.kernels.get(name)
         if body is not None:
             body([p or 0 for p in pointers], grid)
@@ -169,6 +171,11 @@ class FakeCuda:
         return int(self.launch(int(f.value or 0), (gx, gy, gz), bx,
                                int(stream.value or 0) if stream is not None else 0,
                                ctypes.addressof(params)))
+
+    def cuTensorMapEncodeTiled(self, *args: Any) -> tuple[Result, bytes]:
+        """A recognisable map: the global address it was encoded for, then zeros."""
+        self.tensor_maps.append(args)
+        return Result.CUDA_SUCCESS, int(args[2]).to_bytes(8, "little") + bytes(120)
 
     # memory
     def alloc(self, nbytes: int, device: int = 0) -> np.ndarray[Any, Any]:
@@ -923,3 +930,40 @@ def test_entry_without_torch_launches_on_the_default_stream(
     assert len(general) == 1 and "stream_fn" not in k._entry.__code__.co_names
     streams = [c[4] for c in fake.calls if c[0] == "launch"]
     assert streams == [0, 0, 0, 5, 5, 0]
+
+
+MATMUL_SRC = (Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
+
+
+def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda) -> None:
+    """A configuration compiled persistent (options={"persistent": True, ...}) launches
+    min(programs, SMs) programs (the fake has 132 SMs) of 9 warps (8 + the producer), with the
+    program grid as three i32 after the nine arguments and the tensor maps after those; the
+    launch entry leaves it to the general path, which does the same on the next call."""
+    seen: list[tuple[tuple[int, int, int], tuple[int, ...], list[int]]] = []
+
+    def body(params: list[int], grid: tuple[int, int, int]) -> None:
+        ints = tuple(ctypes.c_int32.from_address(p).value for p in params[3:12])
+        maps = [ctypes.c_uint64.from_address(p).value for p in params[12:15]]
+        seen.append((grid, ints, maps))
+
+    fake.kernels["dot"] = body
+    fake.param_count = 15
+    a, b, c = fake.alloc(4096), fake.alloc(4096), fake.alloc(4096)
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
+                    options={"persistent": True, "tma_store": True})
+    assert cfg.options == {"persistent": True, "tma_store": True, "warp_specialize": True}
+    k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
+    for m, n, programs in ((4096, 4096, 32 * 16), (1024, 512, 8 * 2)):
+        k(a.ctypes.data, b.ctypes.data, c.ctypes.data, m, n, 64, 64, 64, 64,
+          grid=lambda opt, m=m, n=n: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
+        assert fake.calls[-1][:4] == ("launch", "dot", (min(programs, 132), 1, 1), 9 * 32)
+        grid, ints, maps = seen[-1]
+        assert ints == (m, n, 64, 64, 64, 64, programs, 1, 1)
+        assert maps == [a.ctypes.data, b.ctypes.data, c.ctypes.data]  # (the fake's map: its address)
+    assert k.info["persistent"] is True
+    assert not k._records  # (no launch-entry record: persistent launches take the general path)
+    with pytest.raises(TypeError, match="must be True or False"):
+        tc.config({"MB": 128}, options={"persistent": 1})
+    with pytest.raises(ValueError, match="'unroll' is not one of tma, tma_store, warp_specialize, persistent"):
+        tc.config({"MB": 128}, options={"unroll": True})

@@ -187,3 +187,36 @@ def test_matmul_with_tma_store_through_the_runtime(m: int, n: int, k: int) -> No
         ref = a[:m].float() @ b[:, :n].float()
         torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)
         assert (outside[m:] == -7.0).all() and (outside[:m, n:] == -7.0).all(), f"wrote outside C (pad {pad})"
+
+
+@pytest.mark.parametrize("m,n,k", [(4096, 4096, 256), (300, 200, 128), (1000, 2000, 0)])
+def test_persistent_matmul_through_the_runtime(m: int, n: int, k: int) -> None:
+    """A persistent configuration (options={"persistent": True, "tma_store": True}) among the
+    auto-tuner's: every configuration is timed on the GPU and each one's result must match torch,
+    with more programs than SMs (4096^2: 512 programs, run by one CTA per SM), at sizes that are
+    not multiples of the tile, and with K = 0 (C must be zeros)."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("persistent matmuls need a Hopper GPU (TMA, wgmma)")
+    tile = {"MB": 128, "NB": 256, "KB": 64}
+    configs = [tc.config(tile, num_warps=8, num_stages=3, options={"persistent": True, "tma_store": True}),
+               tc.config(tile, num_warps=8, num_stages=3, options={"persistent": True}),
+               tc.config(tile, num_warps=8, num_stages=3)]
+    a = torch.randn(m + 128, k + 64, device="cuda", dtype=torch.float16)  # (the loads are unmasked)
+    b = torch.randn(k + 64, n + 256, device="cuda", dtype=torch.float16)
+    ref = a[:m, :k].float() @ b[:k, :n].float()
+    for i, cfg in enumerate(configs):
+        kern = tc.kernel(TUTORIAL, defines={"TYPE": "half"}, autotune_configs=[cfg])
+        c = torch.full((m, n), -1.0, device="cuda", dtype=torch.float16)
+        for _ in range(2):  # (the second launch: the general path again, not the launch entry)
+            kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, a.stride(0), b.stride(0), c.stride(0),
+                 grid=lambda opt: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2, msg=lambda s: f"{cfg}: {s}")
+        assert kern.info.get("persistent", False) is (i < 2)
+    tuned = tc.kernel(TUTORIAL, defines={"TYPE": "half"}, autotune_configs=configs)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    tuned(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, a.stride(0), b.stride(0), c.stride(0),
+          grid=lambda opt: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)

@@ -1,14 +1,14 @@
 """Persistent kernels (tc_opt CompileOptions.persistent) take their grid as hidden parameters and
-need one program per SM at launch, which this runtime does not do yet: it refuses them with an
-error naming the kernel and the option, from a compiled kernel and from a kernel file alike."""
+run one program per SM (kernel.launch_persistently; the launch itself is tested against the fake
+driver in test_runtime_fakegpu.py): the runtime's record of a kernel keeps the flag, from a
+compiled kernel and through a kernel file alike."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-from tc_runtime.binary import KernelBinary, read
+from tc_runtime.binary import KernelBinary, read, save
 
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
 
@@ -25,16 +25,21 @@ def _compiled(persistent: bool) -> object:
                    assemble_cubin=False)
 
 
-def test_a_persistent_compiled_kernel_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"kernel 'dot' was compiled persistent .*compile it without persistent=True"):
-        KernelBinary.from_compiled(_compiled(True))
-    assert KernelBinary.from_compiled(_compiled(False)).num_warps == 9  # warp-specialized: launched with 9
+def test_a_persistent_compiled_kernel_is_marked() -> None:
+    binary = KernelBinary.from_compiled(_compiled(True))
+    assert binary.persistent and binary.metadata()["persistent"] is True
+    plain = KernelBinary.from_compiled(_compiled(False))
+    assert not plain.persistent and "persistent" not in plain.metadata()
+    assert plain.num_warps == binary.num_warps == 9  # warp-specialized: launched with 9
 
 
-def test_a_persistent_kernel_file_is_refused(tmp_path: Path) -> None:
+def test_a_persistent_kernel_file_keeps_the_flag(tmp_path: Path) -> None:
     ck = _compiled(True)
     path = tmp_path / "dot.json"
     path.write_text(ck.dumps())  # type: ignore[attr-defined]
     assert json.loads(path.read_text())["persistent"] is True
-    with pytest.raises(ValueError, match=r"dot\.json is not a valid tc kernel file: kernel 'dot' was compiled persistent"):
-        read(path)
+    assert read(path).persistent
+    # and the runtime's own files
+    again = tmp_path / "again.json"
+    save(read(path), again)
+    assert read(again).persistent and json.loads(again.read_text())["persistent"] is True

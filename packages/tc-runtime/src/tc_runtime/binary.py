@@ -25,15 +25,6 @@ import attrs
 METADATA_VERSIONS = (1,)
 
 
-def _refuse_persistent(flag: object, name: object) -> None:
-    """A persistent kernel (tc_opt's CompileOptions.persistent) takes its grid as hidden
-    parameters and must be launched on at most one program per SM: this runtime does not launch
-    those, so it refuses them instead of launching them wrongly."""
-    if flag:
-        raise ValueError(f"kernel {name!r} was compiled persistent (CompileOptions.persistent), which "
-                         "tc_runtime cannot launch yet: compile it without persistent=True")
-
-
 @attrs.frozen
 class KernelBinary:
     name: str
@@ -51,11 +42,14 @@ class KernelBinary:
     asm: dict[str, str] = attrs.field(factory=dict, hash=False)
     #: The tensor maps of TMA copies, passed after the user's arguments (tc_runtime.tensor_maps)
     tensor_maps: tuple[dict[str, Any], ...] = attrs.field(default=(), hash=False)
+    #: A persistent kernel (tc_opt's CompileOptions.persistent): launched on at most one program
+    #: per SM, each looping over the grid's programs, which it takes as three hidden i32
+    #: parameters (x, y, z) after the user's arguments, before the tensor maps (kernel.py)
+    persistent: bool = False
 
     @classmethod
     def from_compiled(cls, ck: Any) -> KernelBinary:
         """From a tc_nvptx.CompiledKernel (duck-typed: read by attribute)."""
-        _refuse_persistent(getattr(ck, "persistent", False), ck.name)
         asm = dict(getattr(ck, "asm", None) or {})
         ptx = str(ck.ptx)
         asm.setdefault("ptx", ptx)
@@ -69,6 +63,7 @@ class KernelBinary:
             spills=_opt_int(getattr(ck, "spills", None)),
             num_stages=int(getattr(ck, "num_stages", 3) or 3),
             tensor_maps=tuple(dict(m) for m in getattr(ck, "tensor_maps", None) or ()),
+            persistent=bool(getattr(ck, "persistent", False)),
             asm={str(k): str(v) for k, v in asm.items() if isinstance(v, (str, bytes))
                  and not isinstance(v, bytes)},
         )
@@ -81,12 +76,12 @@ class KernelBinary:
             "shared_bytes": self.shared_bytes, "registers": self.registers, "spills": self.spills,
             "num_stages": self.num_stages,
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
+            **({"persistent": True} if self.persistent else {}),
         }
 
     @classmethod
     def from_parts(cls, meta: dict[str, Any], ptx: str, cubin: bytes | None,
                    asm: dict[str, str]) -> KernelBinary:
-        _refuse_persistent(meta.get("persistent", False), meta.get("name"))
         try:
             return cls(
                 name=str(meta["name"]), arch=str(meta["arch"]), ptx=ptx, cubin=cubin,
@@ -96,6 +91,7 @@ class KernelBinary:
                 registers=_opt_int(meta.get("registers")), spills=_opt_int(meta.get("spills")),
                 num_stages=int(meta.get("num_stages", 3)), asm=dict(asm),
                 tensor_maps=tuple(dict(m) for m in meta.get("tensor_maps", [])),
+                persistent=meta.get("persistent", False) is True,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"malformed kernel metadata: {exc}") from None

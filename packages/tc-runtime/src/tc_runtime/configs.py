@@ -31,7 +31,7 @@ def expand_configs(fixed: dict[str, str], axes: dict[str, list[str]], num_warps:
     seen: set[object] = set()
     for point in points:
         if autotune_configs:
-            candidates = [Config({**fixed, **point, **c.defines}, c.num_warps, c.num_stages)
+            candidates = [Config({**fixed, **point, **c.defines}, c.num_warps, c.num_stages, c.options)
                           for c in autotune_configs]
         else:
             candidates = [Config({**fixed, **point}, num_warps, num_stages)]

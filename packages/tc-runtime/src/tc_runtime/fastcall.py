@@ -82,10 +82,11 @@ def _entry_key_expression(sig: Signature, extra: list[int]) -> str:
 
 def launch_record(v: Any, ctypes_backend: bool) -> tuple[Any, ...] | None:
     """The fields the entry needs to launch variant `v` (a kernel.Variant), or None when its
-    function uses the other driver back end than the entry was generated for."""
+    function uses the other driver back end than the entry was generated for or it is persistent
+    (its launch adds the grid to the arguments and changes the grid: the general path does it)."""
     fn = v.function
     raw = fn._raw
-    if (raw is not None) != ctypes_backend:
+    if (raw is not None) != ctypes_backend or v.binary.persistent:  # (see kernel.launch_persistently)
         return None
     if ctypes_backend:
         launch, handle, params = raw, fn._chandle, v.packer.pointers

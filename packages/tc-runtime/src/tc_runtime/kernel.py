@@ -128,6 +128,33 @@ class Variant:
                                                 self.buffer, packer.pack, foreign_normalized)
 
 
+#: The hidden parameters of a persistent kernel: the extents of the program grid it runs.
+GRID_PARAMS = ("tc_grid_x", "tc_grid_y", "tc_grid_z")
+
+
+def launch_persistently(v: Variant, ctas: int) -> None:
+    """Make `v` (a persistent kernel) launch at most `ctas` programs (one per SM: its shared memory
+    holds a whole pipeline), which loop over the grid's programs, given to the kernel as three
+    hidden parameters after the caller's arguments. (The launch entry leaves these variants to the
+    general path: fastcall.launch_record.)"""
+    run, run_normalized = v.run, v.run_normalized
+
+    def programs(gx: int, gy: int, gz: int) -> int:
+        total = gx * gy * gz
+        if total >= 2**31:
+            raise ValueError(f"kernel '{v.binary.name}' is persistent: its {gx}x{gy}x{gz} programs must "
+                             f"number fewer than 2**31 (they are counted in 32 bits)")
+        return min(total, ctas)
+
+    def persistent(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
+        run((*args, gx, gy, gz), programs(gx, gy, gz), 1, 1, stream)
+
+    def persistent_normalized(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
+        run_normalized((*args, gx, gy, gz), programs(gx, gy, gz), 1, 1, stream)
+
+    v.run, v.run_normalized = persistent, persistent_normalized
+
+
 def _not_initialized(*args: object, **kwargs: object) -> None:
     raise TypeError("this tc Kernel was not initialized (Kernel.__init__ did not run)")
 
@@ -456,7 +483,12 @@ class Kernel(functools.partial[None]):
     def base_key(self, index: int = 0) -> dict[str, Any]:
         """The cache-key components shared by everything compiled for configuration `index`."""
         return base_key(self._source_for_key(index), self.filename, self.name,
-                        self.configs[index].defines, self.compile_options)
+                        self.configs[index].defines, self.options_of(index))
+
+    def options_of(self, index: int) -> dict[str, object]:
+        """The compiler options of configuration `index`: its own over the kernel's."""
+        own = self.configs[index].options
+        return {**self.compile_options, **own} if own else self.compile_options
 
     def _resolve_signature(self) -> Signature:
         """The kernel's argument kinds and names, from the disk cache or the front end."""
@@ -548,8 +580,13 @@ class Kernel(functools.partial[None]):
         function = module.function(binary.name, num_warps=binary.num_warps,
                                    shared_bytes=binary.shared_bytes)
         opt = Options(config.defines, binary.num_warps, config.num_stages)
+        if binary.persistent:  # (the program grid: three i32 after the arguments)
+            sig = Signature(sig.kernel, [*sig.kinds, *("i32",) * 3], [*sig.names, *GRID_PARAMS])
         packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init())
-        return Variant(binary, function, packer, opt, config, index, spec)
+        v = Variant(binary, function, packer, opt, config, index, spec)
+        if binary.persistent:
+            launch_persistently(v, self._device.sm_count)
+        return v
 
     def _binary(self, index: int, spec: tuple[str | None, ...]) -> KernelBinary:
         assert self._device is not None
@@ -560,7 +597,7 @@ class Kernel(functools.partial[None]):
                               defines=config.defines, arch=self._device.arch,
                               num_warps=config.num_warps, num_stages=config.num_stages,
                               spec=spec, base=self.base_key(index),
-                              options=self.compile_options)
+                              options=self.options_of(index))
 
     def _default_spec(self) -> tuple[int, ...]:
         sig = self._resolve_signature()

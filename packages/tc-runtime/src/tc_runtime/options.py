@@ -73,29 +73,61 @@ def _value(text: str) -> int | float | str:
 
 
 class Config:
-    """One point of an auto-tuning space: defines merged over the kernel's, plus launch options."""
+    """One point of an auto-tuning space: defines merged over the kernel's, plus launch options
+    and compiler options of its own (`schedule_options`: how a Hopper matmul is scheduled),
+    merged over the kernel's."""
 
     def __init__(self, defines: Mapping[str, object] | None = None, num_warps: int = 4,
-                 num_stages: int = 3) -> None:
+                 num_stages: int = 3, options: Mapping[str, object] | None = None) -> None:
         fixed, axes = normalize_defines(defines)
         if axes:
             raise TypeError(f"config defines must be single values, got lists for {sorted(axes)}")
         self.defines = fixed
         self.num_warps = check_num_warps(num_warps)
         self.num_stages = check_num_stages(num_stages)
+        self.options = schedule_options(options)
 
     def __repr__(self) -> str:
+        extra = f", options={self.options!r}" if self.options else ""
         return (f"config(defines={self.defines!r}, num_warps={self.num_warps}, "
-                f"num_stages={self.num_stages})")
+                f"num_stages={self.num_stages}{extra})")
 
-    def key(self) -> tuple[tuple[tuple[str, str], ...], int, int]:
-        return tuple(sorted(self.defines.items())), self.num_warps, self.num_stages
+    def key(self) -> tuple[object, ...]:
+        base = (tuple(sorted(self.defines.items())), self.num_warps, self.num_stages)
+        return (*base, tuple(sorted(self.options.items()))) if self.options else base
 
 
 def config(defines: Mapping[str, object] | None = None, num_warps: int = 4,
-           num_stages: int = 3) -> Config:
-    """tc.config(defines, num_warps, num_stages): one auto-tuning configuration."""
-    return Config(defines, num_warps, num_stages)
+           num_stages: int = 3, options: Mapping[str, object] | None = None) -> Config:
+    """tc.config(defines, num_warps, num_stages, options=None): one auto-tuning configuration;
+    `options` (see `schedule_options`) lets the auto-tuner compare schedules of a Hopper matmul,
+    e.g. options={"persistent": True, "tma_store": True}."""
+    return Config(defines, num_warps, num_stages, options)
+
+
+#: The compiler options a configuration may set (tc_opt.CompileOptions fields): TMA operand copies,
+#: TMA bulk-store epilogues, a producer warp (warp specialization) and a persistent grid (one
+#: program per SM looping over the programs; it implies warp_specialize).
+SCHEDULE_OPTIONS = ("tma", "tma_store", "warp_specialize", "persistent")
+
+
+def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
+    """A configuration's compiler options, checked: booleans among SCHEDULE_OPTIONS (persistent
+    adds warp_specialize)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"config options must be a dict, got {type(options).__name__}")
+    out: dict[str, object] = {}
+    for name, value in options.items():
+        if name not in SCHEDULE_OPTIONS:
+            raise ValueError(f"config option {name!r} is not one of {', '.join(SCHEDULE_OPTIONS)}")
+        if not isinstance(value, bool):
+            raise TypeError(f"config option {name!r} must be True or False, got {value!r}")
+        out[name] = value
+    if out.get("persistent"):
+        out["warp_specialize"] = True
+    return out
 
 
 def check_num_warps(n: object) -> int:

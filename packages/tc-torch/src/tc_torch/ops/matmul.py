@@ -38,8 +38,15 @@ B_VARIANTS = {
 }
 
 
-def _cfg(mb: int, nb: int, kb: int, warps: int, stages: int) -> tc.Config:
-    return tc.config(defines={"MB": mb, "NB": nb, "KB": kb}, num_warps=warps, num_stages=stages)
+def _cfg(mb: int, nb: int, kb: int, warps: int, stages: int, **options: bool) -> tc.Config:
+    return tc.config(defines={"MB": mb, "NB": nb, "KB": kb}, num_warps=warps, num_stages=stages,
+                     options=options or None)
+
+
+#: On sm_90 a persistent grid (one program per SM looping over the tiles, a producer warp) whose
+#: bulk-store epilogue overlaps the next tile (tc_opt.warp_specialize, tc_opt.tma_store); before
+#: sm_90 these compile as the plain configuration.
+PERSISTENT = {"persistent": True, "tma_store": True}
 
 
 #: Tensor-core configurations (half, bf16): the tutorial's eight, plus larger tiles for sm_90.
@@ -49,7 +56,7 @@ TENSOR_CORE_CONFIGS = [
     _cfg(64, 32, 64, 2, 3), _cfg(32, 64, 64, 2, 3),
     _cfg(128, 256, 64, 8, 3), _cfg(256, 128, 64, 8, 3), _cfg(128, 128, 64, 4, 4),
     _cfg(64, 256, 32, 4, 4), _cfg(128, 128, 64, 4, 3),  # (the best on wgmma, H100 2026-11-23)
-    _cfg(128, 256, 64, 8, 4),
+    _cfg(128, 256, 64, 8, 4), _cfg(128, 256, 64, 8, 3, **PERSISTENT),
 ]
 #: float32 with precision="tf32": on sm_90 wgmma with the operands K-major in shared memory, an
 #: M- or N-contiguous operand copied there 4 bytes at a time (tc_opt.k_major_operands), so tiles
