@@ -228,19 +228,21 @@ CHECK: cp.async.bulk.wait_group.read 0;
 
 
 def test_persistent_bulk_store_waits_before_reuse_and_at_exit() -> None:
-    """In the loop over the programs each panel's buffer waits for the copy that read it last
-    (three other groups may still read: one buffer per panel), nothing waits after the last
-    panel, and thread 0 waits for every read once, before the kernel returns."""
+    """In the loop over the programs the whole tile goes to its four panel buffers in one step:
+    thread 0 first waits until the previous tile's copies have read them, then issues the four
+    copies as one group and goes on (nothing waits for them in the loop); it waits for their
+    reads once more before the kernel returns. The 4-stage kernel, with two buffers in turns,
+    waits before each panel for the copy that read its buffer last."""
     k = _compile(3, tma_store=True, warp_specialize=True, persistent=True)
-    assert k.ptx.count("cp.async.bulk.commit_group;") == 4
-    assert k.ptx.count("cp.async.bulk.wait_group.read 3;") == 4
+    assert k.ptx.count("cp.async.bulk.commit_group;") == 1
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", k.ptx)) == 4
     filecheck(k.ptx, """
 CHECK: wgmma.wait_group.sync.aligned 0;
-CHECK: cp.async.bulk.wait_group.read 3;
-CHECK: cp.async.bulk.commit_group;
-CHECK: cp.async.bulk.wait_group.read 3;
-CHECK: cp.async.bulk.wait_group.read 3;
-CHECK: cp.async.bulk.wait_group.read 3;
+CHECK: cp.async.bulk.wait_group.read 0;
+CHECK: bar.sync
+CHECK: st.shared
+CHECK: fence.proxy.async.shared::cta;
+CHECK: cp.async.bulk.tensor.2d.global.shared::cta
 CHECK: cp.async.bulk.commit_group;
 CHECK-NOT: cp.async.bulk.wait_group
 CHECK: bra.uni
@@ -248,6 +250,9 @@ CHECK: cp.async.bulk.wait_group.read 0;
 CHECK-NOT: cp.async.bulk
 CHECK: ret;
 """)
+    four = _compile(4, tma_store=True, warp_specialize=True, persistent=True)
+    assert four.ptx.count("cp.async.bulk.commit_group;") == 4
+    assert four.ptx.count("cp.async.bulk.wait_group.read 1;") == 4
 
 
 @needs_ptxas

@@ -219,16 +219,15 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     span = _thread_span(m.dims[fast])
     vw = _vector_width(m, fast, eb)
     in_loop = bool(loops_of(op))
-    # one panel per step (buffers in turns; in a loop, where a whole tile at once needed more
-    # registers than a persistent kernel has: it spilled), else the whole tile in one
-    chunked = panel_by_panel(op) and (nbuf < panels or in_loop)
+    known = panel_by_panel(op)  # each register's panel (so its buffer) known when compiling
+    chunked = known and nbuf < panels  # one panel per step (buffers in turns), else the whole tile in one
     steps = [[p] for p in range(panels)] if chunked else [list(range(panels))]
     by_step: dict[int, list[tuple[int, ...]]] = {}
     for key in m.keys:
         if key[fast] % vw:
             continue  # (stored with the vector that starts before it)
         p = key[fast] // panel
-        if chunked and (key[fast] + span) // panel != p:
+        if known and (key[fast] + span) // panel != p:
             raise lowering_error("internal error: tma_store panels are not known per register", op.loc)
         by_step.setdefault(p if chunked else 0, []).append(key)
     base = ctx.smem_ptr(op)
@@ -256,7 +255,7 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
             ctx.barrier()  # earlier users of this shared memory are done
         for key in by_step.get(j, []):
             r = b.add(row0, ir.Constant(I32, key[slow])) if key[slow] else row0
-            if chunked:
+            if known:
                 c = b.add(col0, ir.Constant(I32, key[fast] % panel)) if key[fast] % panel else col0
                 buf: ir.Value = ir.Constant(I32, (key[fast] // panel) % nbuf * buf_bytes)
             else:
