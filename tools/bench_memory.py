@@ -9,7 +9,7 @@
   and the same in a new process from the disk cache.
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_memory.py [--quick] [--json OUT.json]
-        [--only rows,transpose,compile]
+        [--only rows,transpose,compile] [--ops 'layer_norm backward,...'] [--ns 1024,...]
 
 Every provider's result is checked against a float32 torch reference before it is timed (a wrong
 result is reported and not timed). GB/s counts the fewest bytes the operation must move (each
@@ -300,17 +300,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="rows,transpose,compile")
     ap.add_argument("--json", default=None)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--ops", default="", help="only the row operations whose names contain one of "
+                    "these (comma-separated, e.g. 'layer_norm backward')")
+    ap.add_argument("--ns", default="", help="row lengths N (comma-separated; default 1024,4096,8192)")
     args = ap.parse_args(argv)
     global DEVICE
     DEVICE = args.device
     only = set(args.only.split(","))
     ns = [4096] if args.quick else [1024, 4096, 8192]
+    if args.ns:
+        ns = [int(v) for v in args.ns.split(",") if v]
+    wanted = [w for w in args.ops.split(",") if w]
     dtypes = ["float32", "bfloat16"] if args.quick else ["float32", "float16", "bfloat16"]
     rows: list[dict[str, Any]] = []
     ok = True
     torch.manual_seed(0)
     if "rows" in only:
-        ok = run_cases(row_cases(args.m, ns, dtypes), rows) and ok
+        cases = (c for c in row_cases(args.m, ns, dtypes) if not wanted or any(w in c["op"] for w in wanted))
+        ok = run_cases(cases, rows) and ok
     if "transpose" in only:
         sizes = {"float16": 16384, "float32": 8192} if DEVICE == "cuda" else {"float16": 96,
                                                                               "float32": 80}

@@ -107,7 +107,8 @@ def test_persistent_store_writes_whole_tiles_where_they_fit(stages: int, buffers
     assert int(m.attributes["shared_bytes"]) <= 232448
     # outside a loop the store keeps two buffers in turns
     (plain,) = _ops(_gpu_ir(TUTORIAL, stages=3), O.TmaStoreOp)
-    assert panel_buffers(plain) == 2 and plain.buffers == 0  # type: ignore[attr-defined]
+    assert isinstance(plain, O.TmaStoreOp)
+    assert panel_buffers(plain) == 2 and plain.buffers == 0
 
 
 def test_masked_store_keeps_its_bounds_as_extents() -> None:

@@ -108,10 +108,13 @@ def test_layer_norm_refusals() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("affine", ["wb", "w", "b", "none"])
-def test_layer_norm_backward_row_groups(dtype: torch.dtype, affine: str) -> None:
-    """Several programs of several rows each, the last group partial (M = 11, ROWS = 3: G = 4)."""
+@pytest.mark.parametrize("n", [20, 4100])
+def test_layer_norm_backward_row_groups(dtype: torch.dtype, affine: str, n: int) -> None:
+    """Several programs of several rows each, the last group partial (M = 11, ROWS = 3: G = 4);
+    N = 4100 (BLOCK 8192) takes the kernel's PREFETCH path (each row's loads issued one
+    iteration early)."""
     torch.manual_seed(5)
-    m, n = 11, 20
+    m = 11
     x = torch.randn(m, n, dtype=dtype)
     dy = torch.randn(m, n, dtype=dtype)
     w = torch.randn(n, dtype=dtype) if "w" in affine else None
