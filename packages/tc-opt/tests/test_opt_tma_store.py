@@ -111,6 +111,37 @@ def test_persistent_store_writes_whole_tiles_where_they_fit(stages: int, buffers
     assert panel_buffers(plain) == 2 and plain.buffers == 0
 
 
+ROWS_IN_A_LOOP = """
+__global__ void rows(half* C, int M, int N, int ldc) {
+    for (int t = 0; t < M; t += 64) {
+        int rm[64] = t + (0 ... 64);
+        int rn[64] = 0 ... 64;
+        float v[64, 64] = rm[:, newaxis] * 1.0 + rn[newaxis, :];
+        float s[64] = v[+, :];
+        *?(rm[:, newaxis] < M && rn[newaxis, :] < N)(C + rm[:, newaxis] * ldc + rn[newaxis, :]) = v + s[newaxis, :];
+    }
+}
+"""
+
+
+def test_a_bulk_store_in_a_loop_keeps_its_buffers_to_the_end() -> None:
+    """A bulk store in a loop does not wait for its copies at the end of the iteration (they may
+    read its buffers until it writes them again, and until the kernel's exit), so no other
+    shared memory of the loop or after it may lie on those buffers: here the reduction's scratch,
+    which would otherwise share offset 0 with them."""
+    from tc_opt.shared_alloc import allocate, loops_of
+
+    m = _gpu_ir(ROWS_IN_A_LOOP, ("16", None, None, "16"), warps=4, stages=3, defines={})
+    f = m.functions[0]
+    (st,) = _ops(m, O.TmaStoreOp)
+    (red,) = _ops(m, O.ReduceOp)
+    assert loops_of(st) and loops_of(red)
+    offsets = allocate(f).offsets
+    spans = {op: (offsets[op], offsets[op] + scratch_bytes(op)) for op in (st, red)}
+    assert spans[st][1] <= spans[red][0] or spans[red][1] <= spans[st][0], spans
+    assert int(m.attributes["shared_bytes"]) >= scratch_bytes(st) + scratch_bytes(red)
+
+
 def test_masked_store_keeps_its_bounds_as_extents() -> None:
     src = TUTORIAL.replace("*? (rm[:, newaxis] < M && rn [newaxis, :] < N) pc = acc;", "*? (rn[newaxis, :] < N) pc = acc;")
     m = _gpu_ir(src)

@@ -216,7 +216,11 @@ def allocate(f: Function) -> Allocation:
         start = index[op]
         stop = start
         t = op.results[0].type if op.results else None
-        if isinstance(t, TileType) and isinstance(t.layout, (DotOperand, Shared)):
+        if isinstance(op, TmaStoreOp) and loops_of(op):
+            # (in a loop its copies may still read the buffers in the next iteration and until the
+            # kernel's exit: tc_nvptx.lower_tma waits for them only before reusing them and there)
+            start, stop = index[loops_of(op)[-1]], len(index)
+        elif isinstance(t, TileType) and isinstance(t.layout, (DotOperand, Shared)):
             def_loops = set(map(id, loops_of(op)))
             for u in buffer_users(op, users) if isinstance(op, LocalAllocOp) else users.get(op.results[0], []):  # type: ignore[arg-type]
                 stop = max(stop, index[u])
