@@ -335,9 +335,9 @@ def test_reductions_along_each_axis_of_a_3d_tile(kind: str, ty: str, ref: Any, a
         np.testing.assert_allclose(out, expect, rtol=1e-6, equal_nan=True)
 
 
-def _dot_kernel(m: int, k: int, n: int, ty: str, precision: str = "ieee") -> Function:
-    def ptrs(name: str, rows: int, cols: int, t: str) -> str:
-        return f"""
+def _tile_pointers(name: str, rows: int, cols: int, t: str) -> str:
+    """IR text defining %{name}p: the pointers to a row-major rows x cols matrix at argument %{name}."""
+    return f"""
     %{name}r = tc.make_range {{start = 0, end = {rows}}} : tile<{rows}xi32>
     %{name}c = tc.make_range {{start = 0, end = {cols}}} : tile<{cols}xi32>
     %{name}re = tc.expand_dims %{name}r {{axis = 1}} : tile<{rows}x1xi32>
@@ -350,10 +350,12 @@ def _dot_kernel(m: int, k: int, n: int, ty: str, precision: str = "ieee") -> Fun
     %{name}s = tc.splat %{name} : tile<{rows}x{cols}xptr<{t}>>
     %{name}p = tc.addptr %{name}s, %{name}off : tile<{rows}x{cols}xptr<{t}>>"""
 
+
+def _dot_kernel(m: int, k: int, n: int, ty: str, precision: str = "ieee") -> Function:
     return kernel(f"%a: ptr<{ty}>, %b: ptr<{ty}>, %c: ptr<f32>", f"""
-{ptrs("a", m, k, ty)}
-{ptrs("b", k, n, ty)}
-{ptrs("c", m, n, "f32")}
+{_tile_pointers("a", m, k, ty)}
+{_tile_pointers("b", k, n, ty)}
+{_tile_pointers("c", m, n, "f32")}
     %x = tc.load %ap : tile<{m}x{k}x{ty}>
     %y = tc.load %bp : tile<{k}x{n}x{ty}>
     %acc = tc.load %cp : tile<{m}x{n}xf32>
@@ -385,21 +387,8 @@ def test_dot_tf32_rounds_inputs() -> None:
 def test_undefined_accumulator_unread_by_the_first_dot_and_zeroed_by_the_wait() -> None:
     # the form tc_opt.accumulator_init gives a loop: the accumulator starts undefined (NaN here),
     # the first dot does not read it (iv != lb), and the final wait gives zeros unless lb < ub
-    fn = kernel("%a: ptr<f32>, %b: ptr<f32>, %c: ptr<f32>, %n: i32", """
-    %r = tc.make_range {start = 0, end = 4} : tile<4xi32>
-    %re = tc.expand_dims %r {axis = 1} : tile<4x1xi32>
-    %ce = tc.expand_dims %r {axis = 0} : tile<1x4xi32>
-    %rb = tc.broadcast %re : tile<4x4xi32>
-    %cb = tc.broadcast %ce : tile<4x4xi32>
-    %ld = tc.constant {value = 4} : tile<4x4xi32>
-    %rm = tc.binary %rb, %ld {kind = "mul"} : tile<4x4xi32>
-    %off = tc.binary %rm, %cb {kind = "add"} : tile<4x4xi32>
-    %as = tc.splat %a : tile<4x4xptr<f32>>
-    %ap = tc.addptr %as, %off : tile<4x4xptr<f32>>
-    %bs = tc.splat %b : tile<4x4xptr<f32>>
-    %bp = tc.addptr %bs, %off : tile<4x4xptr<f32>>
-    %cs = tc.splat %c : tile<4x4xptr<f32>>
-    %cp = tc.addptr %cs, %off : tile<4x4xptr<f32>>
+    pointers = "".join(_tile_pointers(name, 4, 4, "f32") for name in "abc")
+    fn = kernel("%a: ptr<f32>, %b: ptr<f32>, %c: ptr<f32>, %n: i32", pointers + """
     %x = tc.load %ap : tile<4x4xf32>
     %y = tc.load %bp : tile<4x4xf32>
     %c0 = tc.constant {value = 0} : i32
