@@ -31,8 +31,9 @@ SM_LIMITS = {
 }
 #: Shared memory the hardware reserves for each resident program.
 RESERVED_SHARED = 1024
-#: At most this many further programs per SM are asked for (one ptxas run each).
-MAX_EXTRA = 2
+#: At most this many further programs per SM are asked for (one ptxas run each): 3 takes the f32
+#: layer_norm backward at N = 1024 from 5 to 8 programs, 0.94x -> 1.03x Triton on an H100.
+MAX_EXTRA = 3
 
 _MIN_CTAS = re.compile(r"\.minnctapersm \d+")
 
