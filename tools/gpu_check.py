@@ -407,6 +407,21 @@ def matmul_bench(r: Report) -> None:
                      f"tc {row.get('tc', 0):.1f} TFLOPS, {ratios}")
 
 
+def tf32_bench(r: Report) -> None:
+    """Issue 9's float32 products on tf32 tensor cores (tools/tf32_check.py): every configuration
+    checked in the four operand layouts at odd sizes, then 4096^3 with row-major and transposed A
+    in interleaved rounds with cuBLAS (allow_tf32)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "tf32_check.py"), "--sizes", "4096",
+                           "--rounds", "5"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-5000:])
+    r.check("tf32 products equal a float64 product in every layout and configuration", proc.returncode == 0,
+            f"exit {proc.returncode}")
+    for line in proc.stdout.splitlines():
+        if "interleaved rounds:" in line:
+            head, _, rest = line.partition(": medians of")
+            r.number(f"tf32 {head}", rest.split("rounds: ", 1)[-1])
+
+
 def sweeps(r: Report) -> None:
     """The spec's sweeps (tools/bench_sweeps.py): tc against torch and Triton, plots and tables
     into the logs archive. TC_SWEEPS_ARGS passes arguments (default: all four sweeps, --quick)."""
@@ -483,6 +498,7 @@ def main() -> int:
             ("softmax benchmark", softmax_bench),
             ("memory-bound kernels benchmark", memory_bench),
             ("matmul benchmark", matmul_bench),
+            ("tf32 benchmark", tf32_bench),
             ("benchmark sweeps", sweeps),
             ("tutorials", tutorials),
             ("compute-sanitizer", sanitizer),

@@ -118,6 +118,11 @@ def test_message_names_op_location_and_problem() -> None:
         ("    %a = tc.assume %x {aligned = 12} : ptr<f32>", "aligned 12 is not a power of two"),
         ("    %a = tc.assume %n {multiple_of = 0} : i32", "multiple_of must be a positive integer"),
         ("    %a = tc.assume %n {multiple_of = 8} : i64", "assume changes the type i32 -> i64"),
+        ("    %b = tc.local_alloc : tile<4x8xf32, #shared<vec=1, per_phase=1, max_phase=1, order=[1, 0]>>\n"
+         "    %v = tc.constant {value = 0.0} : tile<8x4xf32, #blocked<spt=[1, 1], tpw=[8, 4], wpc=[1, 1], order=[1, 0]>>\n"
+         "    tc.local_store %v, %b", "local_store of tile<8x4xf32"),
+        ("    %v = tc.constant {value = 0.0} : tile<8x4xf32>\n"
+         "    tc.local_store %v, %v", "the destination must be a shared tile"),
     ],
 )
 def test_op_rules(body: str, message: str) -> None:

@@ -1,7 +1,8 @@
 """tf32 dots on Hopper's wgmma, checked on the PTX and the IR (no GPU): m64nNk8 tf32 instructions
-with both operands K-major in shared memory (tf32 has no transpose bits), an M- or N-contiguous
-operand copied there transposed by 4-byte cp.async, and no spills for the tf32 tiles the
-matmul op tunes over."""
+with both operands K-major in shared memory (tf32 has no transpose bits); an M- or N-contiguous
+operand of a pipelined loop copied 16 bytes at a time into slots in its own order and restaged
+K-major in the loop (two buffers, alternating), copied transposed element by element without
+pipelining; no spills for the tf32 tiles the matmul op tunes over."""
 
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ def copy_sizes(ptx: str) -> list[str]:
     return re.findall(r"cp\.async\.\w+\.shared\.global \[%r\d+\], \[%rd\d+\], (\d+)", ptx)
 
 
-def buffers(ir: str) -> list[str]:
-    """The pipeline buffers of the IR (stages x rows x cols with their shared layout)."""
-    return re.findall(r"tc\.local_alloc : tile<(\d+x\d+x\d+xf32, #shared<[^>]*>)>", ir)
+def buffers(ir: str, leading: int) -> list[str]:
+    """The shared buffers of the IR whose first dimension is `leading` (the pipeline's stages, or
+    2 for the restaging pairs): rows x cols with their shared layout."""
+    return re.findall(rf"tc\.local_alloc : tile<{leading}x(\d+x\d+xf32, #shared<[^>]*>)>", ir)
 
 
 @needs_ptxas
@@ -52,29 +54,46 @@ def test_tf32_runs_on_wgmma_with_k_major_operands(ta: bool, tb: bool) -> None:
     assert instrs and {i[0] for i in instrs} == {"m64n128k8.f32.tf32.tf32"}
     assert len(instrs) == 32 // 8  # K = 32 in steps of 8, one warpgroup row block each (8 warps: 2 groups)
     assert "mma.sync" not in k.ptx and "cvt.rna.tf32" not in k.ptx
-    # both buffers keep K contiguous: A [stages, M, K] order [2, 1, 0], B [stages, K, N] order [1, 2, 0]
-    # (each staged as its source tile: ^a is [K, M], ^b is [N, K])
-    a_buf, b_buf = buffers(k.asm["ir-gpu"])
-    a_order = "order=[1, 2, 0]" if ta else "order=[2, 1, 0]"
-    b_order = "order=[2, 1, 0]" if tb else "order=[1, 2, 0]"
-    assert a_buf.endswith(a_order + ">") and b_buf.endswith(b_order + ">")
-    assert "max_phase=8" in a_buf and "max_phase=8" in b_buf  # 128-byte rows of K, 128-byte swizzle
+    # the pipeline's slots keep each source tile's own order (its global-contiguous dimension
+    # first: 16-byte copies); the M- or N-contiguous ones (^a's [K, M], b's [K, N]) are restaged
+    # into two K-major buffers, order [1, 2, 0]; 128-byte rows, 128-byte swizzle everywhere
+    slots, pairs = buffers(k.asm["ir-gpu"], 4), buffers(k.asm["ir-gpu"], 2)
+    assert len(slots) == 2 and all(b.endswith("order=[2, 1, 0]>") for b in slots)
+    assert len(pairs) == int(ta) + int(not tb)
+    assert all(b.startswith("32x128xf32") and b.endswith("order=[1, 2, 0]>") for b in pairs)
+    assert all("max_phase=8" in b for b in slots + pairs)
 
 
 @needs_ptxas
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_mn_contiguous_operands_are_copied_transposed(ta: bool, tb: bool) -> None:
-    # an operand contiguous along K in global memory is copied 16 bytes at a time; one contiguous
-    # along M or N element by element (4 bytes) into its K-major buffer, still asynchronously
+def test_mn_contiguous_operands_are_restaged_in_the_loop(ta: bool, tb: bool) -> None:
+    # every operand is copied 16 bytes at a time; an M- or N-contiguous one is then read from its
+    # slot one element per lane (a conflict-free 128-byte row per warp) and stored K-major 16
+    # bytes at a time: 4 consecutive K per thread
     k = build(ta, tb)  # 128x128x32 tiles, 8 warps, 4 stages: 3 prologue copies + the loop's
     body = k.ptx[: k.ptx.index("wgmma.wait_group.sync.aligned 0")]
-    assert "ld.global" not in body and "st.shared" not in body
-    want = {"16": 0, "4": 0}
-    for k_contiguous in (not ta, tb):
-        size = "16" if k_contiguous else "4"
-        want[size] += 4 * (128 * 32 * 4 // int(size) // 256)  # 4 tiles of 128x32 fp32 / 256 threads
+    assert "ld.global" not in body
+    restaged = int(ta) + int(not tb)
     sizes = copy_sizes(k.ptx)
-    assert {n: sizes.count(n) for n in want} == want and len(sizes) == sum(want.values())
+    assert sizes == ["16"] * (2 * 4 * (128 * 32 * 4 // 16 // 256))  # 2 tiles of 128x32 fp32, 4 copies each
+    per_thread = 32 * 128 // 256  # elements of a 32x128 tile per thread
+    assert body.count("ld.shared.b32") == restaged * per_thread
+    assert body.count("st.shared.v4.b32") == restaged * per_thread // 4
+    # the stores are published to wgmma (the async proxy) and to every warp before the dot
+    if restaged:
+        store = body.index("st.shared.v4.b32")
+        fence = body.index("fence.proxy.async.shared::cta", store)
+        assert body.index("bar.sync", fence) < body.index("wgmma.mma_async", fence)
+
+
+@needs_ptxas
+def test_mn_contiguous_operand_without_pipelining_is_copied_transposed() -> None:
+    # one stage (no pipeline to hide a second pass): B is loaded element by element in the
+    # transposing copy layout and stored straight into its K-major buffer
+    k = build(False, False, stages=1)
+    assert not buffers(k.asm["ir-gpu"], 2) and "local_store" not in k.asm["ir-gpu"]
+    assert re.search(r"tc\.local_alloc %\w+ : tile<32x128xf32, #shared<[^>]*order=\[0, 1\]>>", k.asm["ir-gpu"])
+    assert "m64n128k8.f32.tf32.tf32" in k.ptx
 
 
 @needs_ptxas
@@ -101,7 +120,8 @@ def test_short_and_long_k_rows(kb: int, max_phase: int) -> None:
     # K rows of 32 and 64 bytes take the 32- and 64-byte swizzles; 256-byte rows two 128-byte panels
     k = build(False, False, 128, 64, kb, 4, 3)
     assert "m64n64k8.f32.tf32.tf32" in k.ptx
-    a_buf, b_buf = buffers(k.asm["ir-gpu"])
-    assert f"max_phase={max_phase}," in a_buf and f"max_phase={max_phase}," in b_buf
+    (a_slot, _), (b_pair,) = buffers(k.asm["ir-gpu"], 3), buffers(k.asm["ir-gpu"], 2)
+    assert a_slot.startswith(f"128x{kb}xf32") and b_pair.startswith(f"{kb}x64xf32")
+    assert f"max_phase={max_phase}," in a_slot and f"max_phase={max_phase}," in b_pair
     descs = re.findall(r"wgmma\.mma_async[^;]*;", k.ptx)
     assert len(descs) == (kb // 8) * 2  # K steps x the warpgroup's two 64-row blocks (4 warps, M 128)

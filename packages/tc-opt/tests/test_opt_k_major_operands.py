@@ -1,7 +1,9 @@
-"""tf32 wgmma operands at the IR level: the dot runs on wgmma (Mma v3, K 8 per instruction), both
-operands are staged K-major, an M/N-contiguous load gets the transposing copy layout and is still
-pipelined (element-wise cp.async), and that layout's copies are free of bank conflicts in the
-swizzled K-major buffer."""
+"""tf32 wgmma operands at the IR level: the dot runs on wgmma (Mma v3, K 8 per instruction) and
+reads both operands K-major; in a pipelined loop an M/N-contiguous load keeps its own layout and
+slots in its own order (16-byte copies) and is restaged K-major in the loop (read into the
+restaging layout, stored into one of two buffers by iteration), without pipelining it gets the
+transposing copy layout; the restaging and the transposing copies are free of bank conflicts in
+the swizzled buffers."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from tc_ir.layouts import Blocked, Mma, Shared
 from tc_ir.types import F32, TileType
 from tc_opt import CompileOptions
 from tc_opt.dot_layouts import shared_layout
-from tc_opt.k_major_operands import k_major_order, transposing_copy_layout
+from tc_opt.k_major_operands import k_major_order, restaging_layout, transposing_copy_layout
 from tc_opt.pipeline import gpu_pipeline
 
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
@@ -24,12 +26,12 @@ NN = {"TYPE": "float", "ACC": "float", "USE_A": "a", "STRIDE_AK": "1", "STRIDE_A
       "SHAPE_B": "KB,NB", "MB": 128, "NB": 128, "KB": 32}
 
 
-def _gpu_ir(defines: dict[str, object], arch: str = "sm_90", fp32_dot: str = "tf32") -> O.Module:
+def _gpu_ir(defines: dict[str, object], arch: str = "sm_90", fp32_dot: str = "tf32", stages: int = 3) -> O.Module:
     from tc_nvptx.compiler import frontend_module
 
     m = frontend_module(MATMUL.read_text(), defines, None, "matmul.tc")
-    opts = CompileOptions(arch=arch, num_warps=8, num_stages=3, specialization=("divisible_by_16",) * 12,
-                          fp32_dot=fp32_dot, tma=False)  # cp.async: the path that copies transposed
+    opts = CompileOptions(arch=arch, num_warps=8, num_stages=stages, specialization=("divisible_by_16",) * 12,
+                          fp32_dot=fp32_dot, tma=False)  # (cp.async: the copies' layouts stay in the IR)
     gpu_pipeline(opts).run(m)
     return m
 
@@ -129,16 +131,34 @@ def test_tf32_dot_runs_on_wgmma_with_k_major_buffers() -> None:
     m = _gpu_ir(NN)
     lay = _dot_layout(m)
     assert lay.version == 3 and lay.instr_shape == (64, 128, 8)
-    # [stages, M, K] and [stages, K, N] buffers, K contiguous in both
-    assert [o[0] for o in _buffer_orders(m)] == [2, 1]
+    # the slots [stages, M, K] and [stages, K, N] in the loads' order (K and N contiguous), then
+    # B's restaging pair [2, K, N] with K contiguous
+    assert _buffer_orders(m) == [(1, 2, 0), (2, 1, 0), (2, 1, 0)]
+    pair = _ops(m, O.LocalAllocOp)[0].results[0].type
+    assert isinstance(pair, TileType) and pair.shape == (2, 32, 128)
     copies = _ops(m, O.AsyncCopyOp)
     assert len(copies) == 2 * 3  # both operands pipelined: 2 prologue stages + the loop's
-    b_ptr_layouts = set()
-    for op in copies:
-        dst = op.operands[1].type
-        if isinstance(dst, TileType) and dst.shape == (32, 128):  # a slot of B's buffer
-            b_ptr_layouts.add(_layout(op.operands[0]))
-    assert b_ptr_layouts == {transposing_copy_layout((32, 128), 1, 0, 8)}
+    for op in copies:  # 4 consecutive elements per thread along the contiguous dimension
+        ptr_layout = _layout(op.operands[0])
+        assert isinstance(ptr_layout, Blocked) and 4 in ptr_layout.size_per_thread
+    # in the loop: B read from its slot into the restaging layout, stored into the pair's buffer
+    # of this iteration, which the dot reads
+    (store,) = _ops(m, O.LocalStoreOp)
+    regs, view = store.operands
+    assert _layout(regs) == restaging_layout((32, 128), 1, 0, 8)
+    assert isinstance(regs, O.OpResult) and isinstance(regs.op, O.LocalLoadOp)
+    assert isinstance(view, O.OpResult) and isinstance(view.op, O.LocalSubviewOp)
+    (dot,) = _ops(m, O.DotOp)
+    b = dot.operands[1]
+    assert isinstance(b, O.OpResult) and b.op.operands[0] is view
+
+
+def test_tf32_without_pipelining_copies_transposed() -> None:
+    m = _gpu_ir(NN, stages=1)
+    assert not _ops(m, O.LocalStoreOp)
+    (load_b,) = [op for op in _ops(m, O.LoadOp) if _layout(op.results[0]) == transposing_copy_layout((32, 128), 1, 0, 8)]
+    t = load_b.results[0].type
+    assert isinstance(t, TileType) and t.shape == (32, 128)
 
 
 def test_tf32_before_hopper_keeps_register_order() -> None:
@@ -150,3 +170,39 @@ def test_tf32_before_hopper_keeps_register_order() -> None:
 def test_fp16_wgmma_operands_keep_their_order() -> None:
     m = _gpu_ir({**NN, "TYPE": "half"}, fp32_dot="ieee")
     assert [o[0] for o in _buffer_orders(m)] == [2, 2]  # B N-major: wgmma transposes 16-bit operands
+
+
+def _restaging_lanes(lay: Blocked, warp: int, i: int, rk: int, rn: int) -> list[tuple[int, int]]:
+    """(k, n) of the element lane l of `warp` holds at K offset i of its repetition rk along K
+    and rn along N."""
+    assert lay.order == (0, 1) and lay.threads_per_warp == (1, 32)
+    wk, wn = lay.warps_per_cta
+    k = (rk * wk + warp % wk) * 4 + i
+    return [(k, (rn * wn + warp // wk) * 32 + lane) for lane in range(32)]
+
+
+@pytest.mark.parametrize("shape,warps", [((32, 128), 8), ((32, 256), 8), ((16, 128), 8), ((32, 64), 4)])
+def test_restaging_reads_and_writes_spread_over_the_banks(shape: tuple[int, int], warps: int) -> None:
+    # B [K, N] from its N-major slot: each scalar read of a warp is one 128-byte row (32 banks);
+    # into the K-major buffer: each thread's 4 consecutive K are one 16-byte store, and the 8
+    # lanes of each quarter warp (one pass of a 16-byte store) hit 8 different groups of 4 banks
+    lay = restaging_layout(shape, fast=1, kdim=0, num_warps=warps)
+    assert lay.size_per_thread == (4, 1)
+    slot = shared_layout(shape, (1, 0), F32, swizzle=True)
+    k_major = shared_layout(shape, k_major_order(1, None), F32, swizzle=True)
+    wk, wn = lay.warps_per_cta
+    reps_k, reps_n = shape[0] // (4 * wk), shape[1] // (32 * wn)
+    assert reps_k >= 1 and reps_n >= 1
+    seen = set()
+    for warp in range(warps):
+        for rk in range(reps_k):
+            for rn in range(reps_n):
+                for i in range(4):
+                    lanes = _restaging_lanes(lay, warp, i, rk, rn)
+                    seen.update(lanes)
+                    assert _conflicts(slot, shape, lanes) == 1
+                firsts = _restaging_lanes(lay, warp, 0, rk, rn)
+                for q in range(4):
+                    groups = {_bank(k_major, shape, x) // 4 for x in firsts[8 * q: 8 * q + 8]}
+                    assert len(groups) == 8
+    assert len(seen) == shape[0] * shape[1]  # (the model covers the tile once)

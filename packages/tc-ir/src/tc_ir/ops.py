@@ -661,6 +661,19 @@ class LocalLoadOp(Operation):
 
 @register
 @attrs.define(eq=False, kw_only=True)
+class LocalStoreOp(Operation):
+    """operands: value (a register tile), dst (a shared view of the same shape and element).
+    Overwrites the view with the value, visible to every thread of the program (and to wgmma)
+    once the op is done. Whoever emits it guarantees that no earlier reader of that memory (an
+    in-flight wgmma included) is still reading it: e.g. the double-buffered K-major operand of a
+    tf32 dot, which alternates buffers between iterations (tc_opt.k_major_operands)."""
+
+    NAME = "tc.local_store"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
 class AsyncCopyOp(Operation):
     """operands: ptr tile (global), dst shared tile of the same shape [, mask]. Starts copying
     each element from global to shared memory (cp.async); masked-off elements are zero-filled

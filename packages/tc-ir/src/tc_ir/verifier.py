@@ -447,6 +447,15 @@ def _local_load(op: O.LocalLoadOp) -> None:
            and not isinstance(t.layout, Shared), f"local_load of {src} gives {t}")
 
 
+@_rule(O.LocalStoreOp)
+def _local_store(op: O.LocalStoreOp) -> None:
+    _count(op, 2, 0)
+    src = op.operands[0].type
+    t = _shared(op.operands[1].type, "the destination")
+    _check(isinstance(src, TileType) and not isinstance(src.layout, Shared) and src.shape == t.shape
+           and src.element == t.element, f"local_store of {src} into {t}")
+
+
 @_rule(O.AsyncCopyOp)
 def _async_copy(op: O.AsyncCopyOp) -> None:
     _count(op, (2, 3), 0)

@@ -12,6 +12,7 @@ from tc_ir.ops import (
     AsyncWaitOp,
     LocalAllocOp,
     LocalLoadOp,
+    LocalStoreOp,
     LocalSubviewOp,
     LoadOp,
     LocalTransOp,
@@ -115,6 +116,16 @@ def lower_local_alloc(ctx: Ctx, op: LocalAllocOp) -> None:
         fence_for_async_proxy(ctx)  # (wgmma reads shared memory through the async proxy)
         ctx.barrier()  # the stores are visible to every thread
     ctx.values[op.result] = view
+
+
+@lowers("tc.local_store")
+def lower_local_store(ctx: Ctx, op: LocalStoreOp) -> None:
+    src = ctx.values[op.operands[0]]
+    if not isinstance(src, TileVal):
+        raise lowering_error("internal error: local_store of a non-tile", op.loc)
+    store_tile(ctx, view_of(ctx, op.operands[1]), src)  # (no reader is in flight: the op's contract)
+    fence_for_async_proxy(ctx)
+    ctx.barrier()  # the stores are visible to every thread
 
 
 @lowers("tc.local_subview")

@@ -24,11 +24,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from tc_ir.layouts import Blocked, Layout
-from tc_ir.ops import DotOp, Function, LoadOp, OpResult, TransOp, Value
-from tc_ir.types import ElementType, TileType
+from tc_ir.layouts import Blocked, Layout, Shared
+from tc_ir.ops import (
+    BinaryOp,
+    ConstantOp,
+    ConvertLayoutOp,
+    DotOp,
+    ForOp,
+    Function,
+    LoadOp,
+    LocalAllocOp,
+    LocalLoadOp,
+    LocalStoreOp,
+    LocalSubviewOp,
+    OpResult,
+    Operation,
+    TransOp,
+    Value,
+)
+from tc_ir.types import I32, ElementType, ScalarType, TileType
 
-from .dot_layouts import uses_wgmma
+from .dot_layouts import shared_layout, uses_wgmma
+from .resources import max_shared_bytes
 
 #: Lanes of a warp along the global-contiguous dimension in a transposing copy (16 x 4 bytes); the
 #: other 2 go along K.
@@ -75,21 +92,99 @@ def transposing_copy_layout(shape: tuple[int, ...], fast: int, kdim: int, num_wa
     return Blocked(spt, tpw, wpc, (fast, kdim))
 
 
+#: Shared memory left free for what else a pipelined loop keeps (its mbarriers, a reduction's
+#: scratch) when restaged buffers are sized against the limit.
+SHARED_MARGIN = 1024
+#: Consecutive K elements each thread holds while restaging (one 16-byte store, K-major).
+RESTAGE_RUN = 4
+
+
+def restaging_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: int) -> Blocked:
+    """The registers between an MN-major slot and the K-major buffer of a restaged operand: 4
+    consecutive K per thread (one 16-byte store into a K-major row), a warp's 32 lanes along
+    `fast` (each scalar read of the slot one conflict-free 128-byte row), warps along K first."""
+    spt = [1, 1]
+    spt[kdim] = RESTAGE_RUN
+    tpw = [1, 1]
+    tpw[fast] = 32
+    wpc = [1, 1]
+    wpc[kdim] = max(1, min(num_warps, shape[kdim] // RESTAGE_RUN))
+    wpc[fast] = num_warps // wpc[kdim]
+    return Blocked(spt, tpw, wpc, (kdim, fast))
+
+
+def _source(dot: DotOp, index: int) -> tuple[Value, tuple[int, ...] | None]:
+    """`operand_source` also after layout assignment (a convert to the operand layout first)."""
+    v = dot.operands[index]
+    if isinstance(v, OpResult) and isinstance(v.op, ConvertLayoutOp):
+        v = v.op.operands[0]
+    if isinstance(v, OpResult) and isinstance(v.op, TransOp):
+        return v.op.operands[0], tuple(v.op.perm)
+    return v, None
+
+
+def _tile_bytes(v: Value) -> int:
+    t = v.type
+    return t.numel * t.element.bytes if isinstance(t, TileType) and isinstance(t.element, ScalarType) else 0
+
+
+def restaged_operands(dot: DotOp, num_stages: int, arch: str, fast_of: Callable[[Value], int]) -> dict[int, LoadOp]:
+    """Operand index -> load, for the tf32 wgmma operands of `dot` loaded MN-major (`fast_of(tile)`,
+    the dimension contiguous in its load's layout, is not K) in the loop that holds the dot: they
+    go through the pipeline's slots in their own order and are restaged K-major in the loop
+    (`restage`). The others are copied transposed element by element: outside a loop, without
+    pipelining (one stage), for tiles narrower than a warp's row, and the largest restaged
+    operand while the slots and the restaging buffers (two per operand) would not fit in shared
+    memory (`^a` times a row-major B restages both)."""
+    if num_stages < 2:
+        return {}
+    body = dot.parent
+    loop = body.parent if body is not None else None
+    if not isinstance(loop, ForOp) or loop.body.args[0].type != I32:
+        return {}
+    out: dict[int, LoadOp] = {}
+    slots = 0
+    for index in (0, 1):
+        src, perm = _source(dot, index)
+        t = src.type
+        if not (isinstance(src, OpResult) and isinstance(src.op, LoadOp) and src.op.parent is body):
+            continue
+        slots += num_stages * _tile_bytes(src)
+        if not isinstance(t, TileType) or t.rank != 2 or not needs_k_major(t.element):
+            continue
+        kdim, fast = source_k_dim(index, perm), fast_of(src)
+        if fast != kdim and t.shape[fast] % 32 == 0 and t.shape[kdim] % RESTAGE_RUN == 0:
+            out[index] = src.op
+    limit = max_shared_bytes(arch) - SHARED_MARGIN
+    while out and slots + 2 * sum(_tile_bytes(ld.result) for ld in out.values()) > limit:
+        del out[max(out, key=lambda i: _tile_bytes(out[i].result))]
+    return out
+
+
+def _load_order(coalesced: Callable[[Value], Blocked]) -> Callable[[Value], int]:
+    def fast(v: Value) -> int:
+        assert isinstance(v, OpResult)
+        return coalesced(v.op.operands[0]).order[0]
+    return fast
+
+
 def k_major_anchors(
-    f: Function, num_warps: int, arch: str, coalesced: Callable[[Value], Blocked]
+    f: Function, num_warps: int, arch: str, coalesced: Callable[[Value], Blocked], num_stages: int = 1
 ) -> Iterator[tuple[Value, Layout]]:
     """Layout anchors for the loads whose tiles feed a tf32 wgmma operand directly (or through a
     trans) and are not contiguous along K in global memory: their pointer, mask, other value and
-    result take the transposing copy layout. `coalesced(ptr)` is the load's own layout."""
+    result take the transposing copy layout (unless they are restaged: `restaged_operands`, which
+    keep the load's own layout). `coalesced(ptr)` is the load's own layout."""
     for op in f.walk():
         if not isinstance(op, DotOp) or not uses_wgmma(op, num_warps, arch):
             continue
+        restaged = restaged_operands(op, num_stages, arch, _load_order(coalesced))
         for index in (0, 1):
             src, perm = operand_source(op, index)
             t = src.type
             if not (isinstance(src, OpResult) and isinstance(src.op, LoadOp) and isinstance(t, TileType)):
                 continue
-            if t.rank != 2 or not needs_k_major(t.element):
+            if t.rank != 2 or not needs_k_major(t.element) or index in restaged:
                 continue
             load = src.op
             kdim = source_k_dim(index, perm)
@@ -100,3 +195,50 @@ def k_major_anchors(
             for v in (*load.operands, load.result):
                 if isinstance(v.type, TileType):
                     yield v, lay
+
+
+def restage(dot: DotOp, load: LoadOp, src: Value, kdim: int, num_warps: int) -> Value:
+    """Stage the tile `src` (the result of `load`, MN-major) for operand of `dot` through a buffer
+    in its own order (16-byte copies, or TMA, into the pipeline's slots) and restage it K-major
+    in the loop: read into registers (`restaging_layout`), stored into one of two K-major buffers
+    made before the loop, alternating by iteration, so that the store of iteration i never
+    overwrites what the dot of iteration i - 1, which may still be in flight, reads. (The dot of
+    iteration i - 2 is complete in every warpgroup: a loop keeps at most one wgmma batch in flight
+    past its wait, and a barrier follows each warpgroup's wait before the next store: the one after
+    `dot_wait(1)` with several warpgroups, or the store's own in the previous iteration.)
+    Returns the K-major view (in `src`'s dimensions) for the dot to read."""
+    t = src.type
+    assert isinstance(t, TileType) and isinstance(t.layout, Blocked)
+    body = dot.parent
+    assert body is not None and isinstance(body.parent, ForOp)
+    loop = body.parent
+    outer = loop.parent
+    assert outer is not None
+    fast = t.layout.order[0]
+    at = body.ops.index(dot)
+
+    def emit(op: Operation) -> Operation:
+        nonlocal at
+        body.insert(at, op)
+        at += 1
+        return op
+
+    def binary(kind: str, a: Value, b: Value) -> Value:
+        return emit(BinaryOp.create([a, b], [I32], {"kind": kind})).result
+
+    slot_t = TileType(t.shape, t.element, shared_layout(t.shape, (fast, kdim), t.element, True))
+    slot = emit(LocalAllocOp.create([src], [slot_t], loc=load.loc)).result
+    regs_t = TileType(t.shape, t.element, restaging_layout(t.shape, fast, kdim, num_warps))
+    regs = emit(LocalLoadOp.create([slot], [regs_t], loc=dot.loc)).result
+    k_major = shared_layout(t.shape, (kdim, fast), t.element, True)
+    pair_t = TileType((2, *t.shape), t.element,
+                      Shared(k_major.vec, k_major.per_phase, k_major.max_phase, (kdim + 1, fast + 1, 0)))
+    pair = LocalAllocOp.create([], [pair_t], loc=dot.loc)
+    outer.insert(outer.ops.index(loop), pair)
+    # the buffer of this iteration: ((iv - lb) / step) % 2
+    iv, lb, step = body.args[0], loop.operands[0], loop.operands[2]
+    one = emit(ConstantOp.create([], [I32], {"value": 1})).result
+    parity = binary("and", binary("sdiv", binary("sub", iv, lb), step), one)
+    view = emit(LocalSubviewOp.create([pair.result, parity], [TileType(t.shape, t.element, k_major)])).result
+    emit(LocalStoreOp.create([regs, view], [], loc=dot.loc))
+    return view

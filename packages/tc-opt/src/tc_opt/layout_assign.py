@@ -85,10 +85,11 @@ def coalesced_layout(ptr: Value, axes: AxisAnalysis, num_warps: int) -> Blocked:
 class _Solver:
     """Spreads layouts over the values of one function."""
 
-    def __init__(self, function: Function, num_warps: int, arch: str = "sm_80") -> None:
+    def __init__(self, function: Function, num_warps: int, arch: str = "sm_80", num_stages: int = 1) -> None:
         self.f = function
         self.num_warps = num_warps
         self.arch = arch
+        self.num_stages = num_stages
         self.layout: dict[Value, Layout] = {}
         self.queue: deque[tuple[Value, Layout]] = deque()
         self.users: dict[Value, list[Operation]] = {}
@@ -194,7 +195,8 @@ class _Solver:
                     target.append((r, lay))
         # loads copied transposed into K-major tf32 wgmma operands: element copies over many banks
         self.queue.extend(k_major_anchors(self.f, self.num_warps, self.arch,
-                                          lambda ptr: coalesced_layout(ptr, axes, self.num_warps)))
+                                          lambda ptr: coalesced_layout(ptr, axes, self.num_warps),
+                                          self.num_stages))
         # transpositions between loads and stores first: one layout pair makes `trans` free
         self.queue.extend(transpose_anchors(self.f, axes, self.num_warps))
         self.queue.extend(stores)
@@ -396,7 +398,7 @@ class AssignLayouts(Pass):
         module.attributes["num_warps"] = nw
         for f in module.functions:
             axes = AxisAnalysis(f)
-            solver = _Solver(f, nw, self.options.arch)
+            solver = _Solver(f, nw, self.options.arch, self.options.num_stages)
             solver.anchors(axes)
             solver.solve()
             solver.fill_defaults()

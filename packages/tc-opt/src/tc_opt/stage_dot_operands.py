@@ -3,10 +3,13 @@
 vectorized) and is swizzled for ldmatrix on the tensor-core path. A transposed operand
 (`trans(x)`, the spec's `^a`) is stored in x's order and read through a `local_trans` view: the
 reader (ldmatrix or ldmatrix.trans) follows the order, no data moves twice. The tf32 operands
-of wgmma are the exception: they are stored K-major whatever x's order (k_major_operands).
+of wgmma are the exception: they are stored K-major whatever x's order (k_major_operands), in
+a pipelined loop through a slot in x's order and a restaging copy (k_major_operands.restage).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from tc_ir.layouts import DotOperand, Mma
 from tc_ir.ops import (
@@ -15,6 +18,7 @@ from tc_ir.ops import (
     DotOp,
     LocalAllocOp,
     LocalLoadOp,
+    LoadOp,
     LocalTransOp,
     Module,
     Operation,
@@ -25,7 +29,7 @@ from tc_ir.ops import (
 from tc_ir.types import TileType
 
 from .dot_layouts import is_wgmma_dot, register_order, shared_layout
-from .k_major_operands import k_major_order, needs_k_major
+from .k_major_operands import k_major_order, needs_k_major, restage, restaged_operands
 from .ir_utils import uses
 from .pass_manager import Pass
 
@@ -36,9 +40,11 @@ def _insert_before(anchor: Operation, op: Operation) -> None:
     blk.insert(blk.ops.index(anchor), op)
 
 
-def stage_operand(dot: DotOp, index: int) -> bool:
+def stage_operand(dot: DotOp, index: int, num_warps: int = 4, restaged: Mapping[int, LoadOp] | None = None) -> bool:
     """Rewrite operand `index` of `dot` to come from shared memory; False when it already does
-    or is not a convert of a register tile."""
+    or is not a convert of a register tile. `restaged`: the dot's tf32 operands restaged K-major
+    (k_major_operands.restaged_operands)."""
+    restaged = restaged or {}
     v = dot.operands[index]
     t = v.type
     if not (isinstance(v, OpResult) and isinstance(v.op, ConvertLayoutOp)):
@@ -55,15 +61,21 @@ def stage_operand(dot: DotOp, index: int) -> bool:
     if not isinstance(st, TileType) or st.layout is None:
         return False
     order = register_order(st)
-    if is_wgmma_dot(dot) and needs_k_major(st.element):  # tf32: K-major, copied transposed
+    view: Value
+    load = None
+    if is_wgmma_dot(dot) and needs_k_major(st.element):  # tf32: K-major, restaged or copied transposed
         order = k_major_order(index, perm)
-    alloc = LocalAllocOp.create(
-        [src], [TileType(st.shape, st.element, shared_layout(st.shape, order, st.element, swizzle))], loc=dot.loc
-    )
-    _insert_before(dot, alloc)
-    view: Value = alloc.result
+        load = restaged.get(index)
+        if load is not None:
+            view = restage(dot, load, src, order[0], num_warps)
+    if load is None:
+        alloc = LocalAllocOp.create(
+            [src], [TileType(st.shape, st.element, shared_layout(st.shape, order, st.element, swizzle))], loc=dot.loc
+        )
+        _insert_before(dot, alloc)
+        view = alloc.result
     if perm is not None:
-        at = alloc.result.type
+        at = view.type
         assert isinstance(at, TileType) and at.layout is not None
         lay = at.layout
         new_order = tuple(perm.index(d) for d in lay.order)  # type: ignore[union-attr]
@@ -87,6 +99,12 @@ def _drop_dead(root: Block, ops: list[Operation]) -> None:
             op.parent.remove(op)
 
 
+def _register_fast(v: Value) -> int:
+    t = v.type
+    assert isinstance(t, TileType)
+    return register_order(t)[0]
+
+
 class StageDotOperands(Pass):
     """Dot operands from registers to (swizzled) shared memory, read back in DotOperand layout."""
 
@@ -98,9 +116,11 @@ class StageDotOperands(Pass):
             for op in list(f.walk()):
                 if not isinstance(op, DotOp):
                     continue
+                o = self.options
+                restaged = restaged_operands(op, o.num_stages, o.arch, _register_fast) if is_wgmma_dot(op) else {}
                 for i in (0, 1):
                     v = op.operands[i]
-                    if stage_operand(op, i) and isinstance(v, OpResult):
+                    if stage_operand(op, i, o.num_warps, restaged) and isinstance(v, OpResult):
                         dead.append(v.op)
                         src = v.op.operands[0]
                         if isinstance(src, OpResult) and isinstance(src.op, TransOp):

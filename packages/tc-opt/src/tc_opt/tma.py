@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import attrs
-from tc_ir.layouts import DotOperand, Mma, Shared
+from tc_ir.layouts import Blocked, DotOperand, Mma, Shared
 from tc_ir.ops import (
     AddPtrOp,
     BinaryOp,
@@ -324,12 +324,16 @@ def _swizzle(t: TileType) -> tuple[int, int] | None:
 
 
 def _feeds_wgmma(alloc: LocalAllocOp, users: dict[Value, list[object]]) -> bool:
-    from tc_ir.ops import LocalLoadOp
+    from tc_ir.ops import LocalLoadOp, LocalStoreOp
 
     found = False
     for u in buffer_users(alloc, users):  # type: ignore[arg-type]
         if isinstance(u, LocalLoadOp):
             lay = u.result.type.layout  # type: ignore[union-attr]
+            restaged = users.get(u.result, [])
+            if isinstance(lay, Blocked) and restaged and all(isinstance(r, LocalStoreOp) for r in restaged):
+                found = True  # a tf32 operand restaged K-major (k_major_operands.restage)
+                continue
             if not (isinstance(lay, DotOperand) and isinstance(lay.parent, Mma) and lay.parent.version == 3):
                 return False
             found = True

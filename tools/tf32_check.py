@@ -1,0 +1,131 @@
+"""float32 products on tf32 tensor cores (tc_torch.matmul, precision="tf32") on the GPU: every
+configuration checked against a float64 product in the four operand layouts at odd sizes, then
+timed alone at the given sizes and, the fastest few, in interleaved rounds with torch.matmul
+(cuBLAS with allow_tf32).
+
+    PYTHONPATH=<packages/*/src> python3 tools/tf32_check.py [--sizes 4096,8192] [--rounds 7]
+        [--keep 2] [--configs 'MB,NB,KB,warps,stages;...'] [--layouts nn,tn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+#: Odd shapes (M, N, K) of the correctness check: partial tiles in every dimension.
+ODD_SHAPES = ((333, 517, 259), (1000, 1000, 1000), (64, 48, 16))
+#: Operand layouts: n = row-major as given, t = the transpose of a row-major matrix (a view).
+LAYOUTS = ("nn", "tn", "nt", "tt")
+
+
+def operands(m: int, n: int, k: int, layout: str) -> tuple[Any, Any]:
+    import torch
+
+    a = torch.randn(m, k, device="cuda") if layout[0] == "n" else torch.randn(k, m, device="cuda").t()
+    b = torch.randn(k, n, device="cuda") if layout[1] == "n" else torch.randn(n, k, device="cuda").t()
+    return a, b
+
+
+def close(got: Any, a: Any, b: Any) -> tuple[bool, float]:
+    ref = a.double() @ b.double()
+    err = (got.double() - ref).abs().max().item()
+    return err <= 1e-2 * max(ref.abs().max().item(), 1.0), err
+
+
+def check_correctness(configs: list[Any], layouts: tuple[str, ...]) -> int:
+    import torch
+
+    from tc_torch.ops.matmul import matmul_out
+
+    failures = 0
+    for cfg in configs:
+        for layout in layouts:
+            for m, n, k in ODD_SHAPES:
+                a, b = operands(m, n, k, layout)
+                c = torch.full((1, m, n), float("nan"), device="cuda")
+                try:
+                    matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), configs=[cfg], precision="tf32")
+                    torch.cuda.synchronize()
+                    good, err = close(c[0], a, b)
+                except Exception as exc:  # reported, counted: the run goes on
+                    print(f"  {cfg} {layout} {m}x{n}x{k}: FAILED {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+                    failures += 1
+                    continue
+                if not good:
+                    print(f"  {cfg} {layout} {m}x{n}x{k}: WRONG, max error {err:.3g}", flush=True)
+                    failures += 1
+        print(f"checked {cfg} in layouts {','.join(layouts)}", flush=True)
+    return failures
+
+
+def main() -> None:
+    import torch
+
+    from tc_runtime import config
+    from tc_runtime.testing import do_bench
+    from tc_torch.ops.matmul import TF32_CONFIGS, matmul_out
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--keep", type=int, default=2)
+    ap.add_argument("--configs", default="", help="MB,NB,KB,warps,stages separated by ';' (default: TF32_CONFIGS)")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    args = ap.parse_args()
+    configs = list(TF32_CONFIGS)
+    if args.configs:
+        configs = []
+        for text in args.configs.split(";"):
+            mb, nb, kb, w, s = (int(x) for x in text.split(","))
+            configs.append(config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=s))
+    layouts = tuple(x for x in args.layouts.split(",") if x)
+    failures = check_correctness(configs, layouts)
+    for size in (int(x) for x in args.sizes.split(",") if x):
+        flops = 2.0 * size ** 3
+        for layout in layouts[:2]:
+            a, b = operands(size, size, size, layout)
+            c = torch.empty(1, size, size, device="cuda")
+
+            def cublas(a: Any = a, b: Any = b) -> None:
+                torch.backends.cuda.matmul.allow_tf32 = True
+                torch.matmul(a, b)
+
+            timed: dict[str, Callable[[], None]] = {}
+            speed: dict[str, float] = {}
+            for cfg in configs:
+                name = f"{cfg.defines['MB']}x{cfg.defines['NB']}x{cfg.defines['KB']}/{cfg.num_warps}/{cfg.num_stages}"
+
+                def run(cfg: Any = cfg, a: Any = a, b: Any = b, c: Any = c) -> None:
+                    matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), configs=[cfg], precision="tf32")
+
+                run()
+                torch.cuda.synchronize()
+                good, err = close(c[0], a, b)
+                if not good:
+                    print(f"  {size} {layout} {name}: WRONG, max error {err:.3g}", flush=True)
+                    failures += 1
+                    continue
+                speed[name] = flops / (do_bench(run)[0] * 1e-3) / 1e12
+                timed[name] = run
+                print(f"  {size} {layout} {name}: {speed[name]:.1f} TFLOPS", flush=True)
+            if args.rounds and timed:
+                from bench_rounds import interleaved
+
+                best = sorted(speed, key=lambda k: -speed[k])[:args.keep]
+                ms = interleaved({"torch": cublas, **{k: timed[k] for k in best}}, rounds=args.rounds, rep=100)
+                torch.backends.cuda.matmul.allow_tf32 = False
+                print(f"{size} {layout}: medians of {args.rounds} interleaved rounds: " + ", ".join(
+                    f"{k} {flops / (t * 1e-3) / 1e12:.1f} TFLOPS ({ms['torch'] / t:.3f}x torch)"
+                    for k, t in ms.items()), flush=True)
+    print("FAILURES", failures)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
