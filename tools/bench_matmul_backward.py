@@ -1,7 +1,8 @@
 """Issue 9's matmul ratios beyond the forward fp16 squares: the products of a backward pass
 (dA = dC B^T and dB = A^T dC, which tc_torch.matmul runs through its transposed variants) in
 fp16 and bf16, and float32 products on tf32 tensor cores against torch with allow_tf32, in
-TFLOPS of tc_torch.matmul, torch.matmul and Triton's tutorial matmul (fp16 only), one run.
+TFLOPS of tc_torch.matmul, torch.matmul and Triton's tutorial matmul (fp16 only), one run: the
+providers of each product take turns in interleaved rounds (medians).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_backward.py
         [--shapes 4096x4096x4096,8192x8192x1024] [--json OUT] [--device cpu]
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from bench_matmul import parse_shapes  # noqa: E402  (MxNxK lists, as bench_matmul reads them)
+from bench_rounds import interleaved  # noqa: E402
 
 DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,4096x14336x4096,1024x4096x14336"
 CPU_SHAPES = "64x48x80,33x70x45"
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default=None, help="MxNxK,... (default: the issue's shapes)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the providers' timings")
     args = ap.parse_args(argv)
     device = args.device
     shapes = parse_shapes("", args.shapes or (CPU_SHAPES if device == "cpu" else DEFAULT_SHAPES))
@@ -82,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                     if triton_mm is not None and dtype == torch.float16:
                         providers["triton"] = functools.partial(triton_mm, x, y)
                 row: dict[str, Any] = {"shape": f"{m}x{n}x{k}", "dtype": dname, "op": op}
+                timed: dict[str, Callable[[], Any]] = {}
                 for name, fn in providers.items():
                     torch.backends.cuda.matmul.allow_tf32 = tf32
                     try:
@@ -93,12 +97,17 @@ def main(argv: list[str] | None = None) -> int:
                         ok = ok and name != "tc"
                         continue
                     if device == "cuda":
-                        torch.backends.cuda.matmul.allow_tf32 = tf32
-                        ms = do_bench(fn)[0]
-                        torch.backends.cuda.matmul.allow_tf32 = False
-                        row[name] = 2.0 * m * n * k / (ms * 1e-3) / 1e12
+                        do_bench(fn)  # (tunes tc's configurations before the rounds)
+                        timed[name] = fn
                     else:
                         row[name] = "ok"  # (checked on the interpreter, not timed)
+                if timed:  # the providers take turns, round after round (tools/bench_rounds.py)
+                    torch.backends.cuda.matmul.allow_tf32 = tf32
+                    try:
+                        ms = interleaved(timed, rounds=args.rounds)
+                    finally:
+                        torch.backends.cuda.matmul.allow_tf32 = False
+                    row.update({name: 2.0 * m * n * k / (t * 1e-3) / 1e12 for name, t in ms.items()})
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print("\n| shape | dtype | product | tc | torch | triton | tc / torch | tc / triton |")
