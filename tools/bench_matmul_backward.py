@@ -115,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         tc_, to, tr = row.get("tc"), row.get("torch"), row.get("triton")
         cells = [v if isinstance(v, str) else f"{v:.1f}" if v else "-" for v in (tc_, to, tr)]
-        timed = isinstance(tc_, float)
-        r1 = f"{tc_ / to:.2f}" if timed and to else "-"
-        r2 = f"{tc_ / tr:.2f}" if timed and tr else "-"
+        measured = isinstance(tc_, float)
+        r1 = f"{tc_ / to:.2f}" if measured and to else "-"
+        r2 = f"{tc_ / tr:.2f}" if measured and tr else "-"
         print(f"| {row['shape']} | {row['dtype']} | {row['op']} | " + " | ".join(cells) + f" | {r1} | {r2} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "rows": rows}, indent=1))

@@ -29,3 +29,18 @@ def interleaved(providers: Mapping[str, Callable[[], object]], rounds: int = ROU
             ms, _, _ = tc.testing.do_bench(fn, warmup=10, rep=rep)
             times[name].append(ms)
     return {name: float(statistics.median(ts)) for name, ts in times.items()}
+
+
+def report_fastest(label: str, flops: float, reference: tuple[str, Callable[[], object]],
+                   speeds: Mapping[str, float], runs: Mapping[str, Callable[[], object]], keep: int,
+                   rounds: int) -> dict[str, float]:
+    """Time the `keep` fastest of `runs` (by `speeds`, single shots) with the reference provider
+    in interleaved rounds and print one line: each provider's TFLOPS (`flops` per call) and its
+    ratio to the reference. Returns the milliseconds per call."""
+    best = sorted(speeds, key=lambda name: -speeds[name])[:keep]
+    ref_name, ref_fn = reference
+    ms = interleaved({ref_name: ref_fn, **{name: runs[name] for name in best}}, rounds=rounds, rep=100)
+    print(f"{label}: medians of {rounds} interleaved rounds: " + ", ".join(
+        f"{name} {flops / (t * 1e-3) / 1e12:.1f} TFLOPS ({ms[ref_name] / t:.3f}x {ref_name})"
+        for name, t in ms.items()), flush=True)
+    return ms

@@ -115,14 +115,10 @@ def main() -> None:
                 timed[name] = run
                 print(f"  {size} {layout} {name}: {speed[name]:.1f} TFLOPS", flush=True)
             if args.rounds and timed:
-                from bench_rounds import interleaved
+                from bench_rounds import report_fastest
 
-                best = sorted(speed, key=lambda k: -speed[k])[:args.keep]
-                ms = interleaved({"torch": cublas, **{k: timed[k] for k in best}}, rounds=args.rounds, rep=100)
+                report_fastest(f"{size} {layout}", flops, ("torch", cublas), speed, timed, args.keep, args.rounds)
                 torch.backends.cuda.matmul.allow_tf32 = False
-                print(f"{size} {layout}: medians of {args.rounds} interleaved rounds: " + ", ".join(
-                    f"{k} {flops / (t * 1e-3) / 1e12:.1f} TFLOPS ({ms['torch'] / t:.3f}x torch)"
-                    for k, t in ms.items()), flush=True)
     print("FAILURES", failures)
     sys.exit(1 if failures else 0)
 

@@ -206,14 +206,11 @@ def main() -> None:
         cublas = flops / (do_bench(lambda: torch.matmul(a, b))[0] * 1e-3) / 1e12
         print(f"{size}: cuBLAS again {cublas:.1f} TFLOPS", flush=True)
         if args.rounds and timed:
-            from bench_rounds import interleaved
+            from bench_rounds import report_fastest
 
-            best = sorted(timed, key=lambda name: -timed[name][0])[:args.keep]
-            providers = {"cuBLAS": lambda: torch.matmul(a, b), **{name: timed[name][1] for name in best}}
-            ms = interleaved(providers, rounds=args.rounds, rep=100)
-            print(f"{size}: medians of {args.rounds} interleaved rounds: " + ", ".join(
-                f"{name} {flops / (t * 1e-3) / 1e12:.1f} TFLOPS ({ms['cuBLAS'] / t:.3f}x cuBLAS)"
-                for name, t in ms.items()), flush=True)
+            report_fastest(str(size), flops, ("cuBLAS", lambda: torch.matmul(a, b)),
+                           {name: t for name, (t, _) in timed.items()},
+                           {name: fn for name, (_, fn) in timed.items()}, args.keep, args.rounds)
     print("FAILURES", failures)
     sys.exit(1 if failures else 0)
 
