@@ -1,6 +1,7 @@
-"""tf32 dots on the GPU: fp32 matmuls compiled with fp32_dot="tf32" run on Hopper's wgmma (the
-operands staged K-major, B copied transposed element by element) and on mma.sync elsewhere;
-their products must be those of the tf32 operands, accumulated in fp32."""
+"""tf32 dots on the GPU: fp32 matmuls compiled with fp32_dot="tf32" run on Hopper's wgmma (A B
+with B N-contiguous transposed, B^T in registers; other M/N-contiguous operands restaged or
+copied K-major) and on mma.sync elsewhere; their products must be those of the tf32 operands,
+accumulated in fp32."""
 
 from __future__ import annotations
 
@@ -72,9 +73,10 @@ def _rand(rows: int, cols: int) -> Any:
     return torch.randn(rows, cols, device="cuda")
 
 
-# (MB, NB, KB, num_warps, num_stages): wgmma on sm_90 (64-row blocks per warpgroup, 32-, 64- and
-# 128-byte K rows), the same tiles unpipelined, and mma.sync (16 rows per warp)
-CONFIGS = [(128, 128, 32, 8, 4), (128, 256, 32, 8, 3), (64, 64, 32, 4, 3), (64, 128, 16, 4, 2),
+# (MB, NB, KB, num_warps, num_stages): wgmma on sm_90 (pipelined: B^T from registers, 64 rows of
+# N per warpgroup, M up to 256 per instruction; 32-, 64- and 128-byte K rows), the same tiles
+# unpipelined (B copied K-major), and mma.sync (16 rows per warp)
+CONFIGS = [(128, 128, 32, 8, 4), (128, 256, 32, 8, 3), (256, 128, 32, 8, 4), (64, 64, 32, 4, 3), (64, 128, 16, 4, 2),
            (128, 64, 8, 4, 3), (128, 128, 32, 4, 1), (64, 64, 64, 4, 3), (32, 32, 16, 2, 2)]
 
 

@@ -1,8 +1,10 @@
 """tf32 dots on Hopper's wgmma, checked on the PTX and the IR (no GPU): m64nNk8 tf32 instructions
-with both operands K-major in shared memory (tf32 has no transpose bits); an M- or N-contiguous
-operand of a pipelined loop copied 16 bytes at a time into slots in its own order and restaged
-K-major in the loop (two buffers, alternating), copied transposed element by element without
-pipelining; no spills for the tf32 tiles the matmul op tunes over."""
+read their shared-memory operands K-major (tf32 has no transpose bits). A B with A K-contiguous
+and B N-contiguous (the spec's kernel) runs transposed, C^T = B^T A^T, with B^T in registers read
+from B's own N-major tile; other M- or N-contiguous operands of a pipelined loop are copied 16
+bytes at a time into slots in their own order and restaged K-major in the loop (two buffers,
+alternating), copied transposed element by element without pipelining; no spills for the tf32
+tiles the matmul op tunes over."""
 
 from __future__ import annotations
 
@@ -23,12 +25,12 @@ SPEC = ("divisible_by_16",) * 12
 
 
 def build(ta: bool, tb: bool, mb: int = 128, nb: int = 128, kb: int = 32, warps: int = 8, stages: int = 4,
-          arch: str = "sm_90") -> CompiledKernel:
-    """The op's kernel in tf32, its loads pipelined with cp.async (TMA, which cannot transpose,
-    would take the loops whose operands are all K-contiguous)."""
+          arch: str = "sm_90", tma: bool = False) -> CompiledKernel:
+    """The op's kernel in tf32, its loads pipelined with cp.async (the copies stay visible in the
+    PTX) or TMA."""
     defines = {"TYPE": "float", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], "MB": mb, "NB": nb, "KB": kb}
     opts = CompileOptions(arch=arch, num_warps=warps, num_stages=stages, specialization=SPEC, fp32_dot="tf32",
-                          tma=False)
+                          tma=tma)
     return compile(source("matmul"), defines=defines, options=opts, filename="matmul.tc")
 
 
@@ -44,7 +46,33 @@ def buffers(ir: str, leading: int) -> list[str]:
 
 
 @needs_ptxas
-@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("tma", [False, True])
+def test_a_times_n_contiguous_b_runs_transposed_with_b_in_registers(tma: bool) -> None:
+    k = build(False, False, tma=tma)  # 128x128x32 tiles, 8 warps, 4 stages
+    ir = k.asm["ir-gpu"]
+    # the accumulator is the transposed product's: rows along N (8 warps x 16), M = 128 per
+    # instruction; both slots keep their load order (A K-major, B N-major); nothing restaged
+    assert "#mma<v=3, wpc=[8, 1], instr=[64, 128, 8], trans=1>" in ir
+    assert "local_store" not in ir and not buffers(ir, 2)
+    assert [b.endswith("order=[2, 1, 0]>") for b in buffers(ir, 4)] == [True, True]
+    # per K step of 8: B^T's 4 registers per thread read from B's tile (scalar loads), a
+    # wgmma.fence, one m64n128k8 with A in registers and A^T (K-major) by descriptor, its own
+    # commit group and a wait leaving 3 groups in flight; the loop's wait for the previous dot
+    # leaves this dot's 4; no store or proxy fence in the loop, no serialization by ptxas
+    body = k.ptx[: k.ptx.index("wgmma.wait_group.sync.aligned 0")]
+    instrs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\S+) \{[^}]*\}, \{(%r\d+, %r\d+, %r\d+, %r\d+)\}, "
+                        r"(%rd\d+), p, 1, 1;", body)
+    assert [i[0] for i in instrs] == ["m64n128k8.f32.tf32.tf32"] * 4
+    assert body.count("ld.shared.b32") == 4 * 4
+    assert body.count("wgmma.fence.sync.aligned") == 4 and body.count("wgmma.commit_group") == 4
+    assert body.count("wgmma.wait_group.sync.aligned 3") == 4 and "wgmma.wait_group.sync.aligned 4" in body
+    assert not re.search(r"\bst\.shared", body)
+    assert ("fence.proxy.async" in body) != tma  # (only cp.async-written slots need the proxy fence)
+    assert "C75" not in k.asm["ptxas"]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
 def test_tf32_runs_on_wgmma_with_k_major_operands(ta: bool, tb: bool) -> None:
     k = build(ta, tb)
     assert k.arch == "sm_90a"
@@ -65,7 +93,7 @@ def test_tf32_runs_on_wgmma_with_k_major_operands(ta: bool, tb: bool) -> None:
 
 
 @needs_ptxas
-@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
 def test_mn_contiguous_operands_are_restaged_in_the_loop(ta: bool, tb: bool) -> None:
     # every operand is copied 16 bytes at a time; an M- or N-contiguous one is then read from its
     # slot one element per lane (a conflict-free 128-byte row per warp) and stored K-major 16
@@ -103,7 +131,8 @@ def test_tf32_tiles_do_not_spill(cfg: tuple[int, int, int, int, int]) -> None:
     mb, nb, kb, warps, stages = cfg
     for ta, tb in ((False, False), (True, False), (False, True)):
         k = build(ta, tb, mb, nb, kb, warps, stages)
-        assert f"m64n{nb}k8.f32.tf32.tf32" in k.ptx
+        # (A B with B N-contiguous runs transposed: the instruction's N is the tile's M)
+        assert f"m64n{nb if ta or tb else mb}k8.f32.tf32.tf32" in k.ptx
         assert k.spills == 0, f"{k.spills} bytes of spills with {k.registers} registers ({ta}, {tb})"
 
 
@@ -118,10 +147,11 @@ def test_tf32_before_hopper_stays_on_mma_sync() -> None:
 @pytest.mark.parametrize("kb,max_phase", [(8, 2), (16, 4), (64, 8)])
 def test_short_and_long_k_rows(kb: int, max_phase: int) -> None:
     # K rows of 32 and 64 bytes take the 32- and 64-byte swizzles; 256-byte rows two 128-byte panels
-    k = build(False, False, 128, 64, kb, 4, 3)
+    # (A B^T: both operands K-contiguous, both read by descriptor)
+    k = build(False, True, 128, 64, kb, 4, 3)
     assert "m64n64k8.f32.tf32.tf32" in k.ptx
-    (a_slot, _), (b_pair,) = buffers(k.asm["ir-gpu"], 3), buffers(k.asm["ir-gpu"], 2)
-    assert a_slot.startswith(f"128x{kb}xf32") and b_pair.startswith(f"{kb}x64xf32")
-    assert f"max_phase={max_phase}," in a_slot and f"max_phase={max_phase}," in b_pair
+    a_slot, b_slot = buffers(k.asm["ir-gpu"], 3)
+    assert a_slot.startswith(f"128x{kb}xf32") and b_slot.startswith(f"64x{kb}xf32")
+    assert f"max_phase={max_phase}," in a_slot and f"max_phase={max_phase}," in b_slot
     descs = re.findall(r"wgmma\.mma_async[^;]*;", k.ptx)
     assert len(descs) == (kb // 8) * 2  # K steps x the warpgroup's two 64-row blocks (4 warps, M 128)

@@ -24,6 +24,9 @@ NN = {"TYPE": "float", "ACC": "float", "USE_A": "a", "STRIDE_AK": "1", "STRIDE_A
       "BROADCAST_AK": "newaxis,:", "BROADCAST_AM": ":,newaxis", "SHAPE_A": "MB,KB", "USE_B": "b",
       "STRIDE_BK": "ldb", "STRIDE_BN": "1", "BROADCAST_BK": ":,newaxis", "BROADCAST_BN": "newaxis,:",
       "SHAPE_B": "KB,NB", "MB": 128, "NB": 128, "KB": 32}
+#: A transposed (the spec's `^a`: A's tile [K, M], M contiguous), B as in NN.
+TN = {**NN, "USE_A": "^a", "STRIDE_AK": "lda", "STRIDE_AM": "1", "BROADCAST_AK": ":,newaxis",
+      "BROADCAST_AM": "newaxis,:", "SHAPE_A": "KB,MB"}
 
 
 def _gpu_ir(defines: dict[str, object], arch: str = "sm_90", fp32_dot: str = "tf32", stages: int = 3) -> O.Module:
@@ -127,30 +130,47 @@ def test_copies_along_one_row_conflict() -> None:
     assert _conflicts(sh, (32, 128), [(0, 4 * t) for t in range(32)]) == 16
 
 
-def test_tf32_dot_runs_on_wgmma_with_k_major_buffers() -> None:
+def test_tf32_dot_of_n_contiguous_b_runs_transposed() -> None:
+    # A (K-contiguous) times B (N-contiguous): C^T = B^T A^T, B^T from registers (tc_nvptx)
     m = _gpu_ir(NN)
     lay = _dot_layout(m)
-    assert lay.version == 3 and lay.instr_shape == (64, 128, 8)
-    # the slots [stages, M, K] and [stages, K, N] in the loads' order (K and N contiguous), then
-    # B's restaging pair [2, K, N] with K contiguous
-    assert _buffer_orders(m) == [(1, 2, 0), (2, 1, 0), (2, 1, 0)]
-    pair = _ops(m, O.LocalAllocOp)[0].results[0].type
-    assert isinstance(pair, TileType) and pair.shape == (2, 32, 128)
+    assert lay.version == 3 and lay.transposed and lay.instr_shape == (64, 128, 8)
+    assert _buffer_orders(m) == [(2, 1, 0), (2, 1, 0)]  # both slots in their load order
+    assert not _ops(m, O.LocalStoreOp)
+    for op in _ops(m, O.AsyncCopyOp):  # 4 consecutive elements per thread along the contiguous dimension
+        ptr_layout = _layout(op.operands[0])
+        assert isinstance(ptr_layout, Blocked) and 4 in ptr_layout.size_per_thread
+
+
+def test_tf32_dot_runs_on_wgmma_with_k_major_buffers() -> None:
+    m = _gpu_ir(TN)  # A^T B: both M- and N-contiguous, so both restaged
+    lay = _dot_layout(m)
+    assert lay.version == 3 and not lay.transposed and lay.instr_shape == (64, 128, 8)
+    # two restaging pairs [2, K, M|N] with K contiguous, then the slots [stages, K, M|N] in the
+    # loads' order (M and N contiguous)
+    assert _buffer_orders(m) == [(1, 2, 0), (1, 2, 0), (2, 1, 0), (2, 1, 0)]
     copies = _ops(m, O.AsyncCopyOp)
     assert len(copies) == 2 * 3  # both operands pipelined: 2 prologue stages + the loop's
     for op in copies:  # 4 consecutive elements per thread along the contiguous dimension
         ptr_layout = _layout(op.operands[0])
         assert isinstance(ptr_layout, Blocked) and 4 in ptr_layout.size_per_thread
-    # in the loop: B read from its slot into the restaging layout, stored into the pair's buffer
-    # of this iteration, which the dot reads
-    (store,) = _ops(m, O.LocalStoreOp)
-    regs, view = store.operands
-    assert _layout(regs) == restaging_layout((32, 128), 1, 0, 8)
-    assert isinstance(regs, O.OpResult) and isinstance(regs.op, O.LocalLoadOp)
-    assert isinstance(view, O.OpResult) and isinstance(view.op, O.LocalSubviewOp)
+    # in the loop: each operand read from its slot into the restaging layout, stored into its
+    # pair's buffer of this iteration, which the dot reads
+    stores = _ops(m, O.LocalStoreOp)
+    assert len(stores) == 2
     (dot,) = _ops(m, O.DotOp)
-    b = dot.operands[1]
-    assert isinstance(b, O.OpResult) and b.op.operands[0] is view
+    for store in stores:
+        regs, view = store.operands
+        assert _layout(regs) == restaging_layout((32, 128), 1, 0, 8)
+        assert isinstance(regs, O.OpResult) and isinstance(regs.op, O.LocalLoadOp)
+        assert isinstance(view, O.OpResult) and isinstance(view.op, O.LocalSubviewOp)
+    reads = set()
+    for operand in dot.operands[:2]:  # (A through a local_trans view: ^a)
+        v = operand
+        while isinstance(v, O.OpResult) and isinstance(v.op, (O.LocalLoadOp, O.LocalTransOp)):
+            v = v.op.operands[0]
+        reads.add(v)
+    assert reads == {store.operands[1] for store in stores}
 
 
 def test_tf32_without_pipelining_copies_transposed() -> None:

@@ -175,7 +175,7 @@ class _Parser:
             if kind == "slice":
                 return Slice(fields.pop("parent"), fields.pop("dim"))
             if kind == "mma":
-                return Mma(fields.pop("v"), fields.pop("wpc"), fields.pop("instr"))
+                return Mma(fields.pop("v"), fields.pop("wpc"), fields.pop("instr"), bool(fields.pop("trans", 0)))
             if kind == "dot_op":
                 return DotOperand(fields.pop("parent"), fields.pop("idx"), fields.pop("k_width"))
             if kind == "shared":

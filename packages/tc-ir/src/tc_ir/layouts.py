@@ -61,16 +61,21 @@ class Slice:
 
 @attrs.frozen
 class Mma:
-    """A tensor-core accumulator: version 2 is mma.sync (Ampere/Hopper), 3 is wgmma (Hopper)."""
+    """A tensor-core accumulator: version 2 is mma.sync (Ampere/Hopper), 3 is wgmma (Hopper).
+    `transposed` (wgmma only): the tile [M, N] is held as the accumulator of the transposed
+    product [N, M] (rows N, columns M; warps_per_cta and instr_shape describe that product): a
+    tf32 dot whose N-contiguous B becomes wgmma's register operand (tc_opt.k_major_operands)."""
 
     version: int
     warps_per_cta: tuple[int, ...] = attrs.field(converter=_tuple)
     instr_shape: tuple[int, ...] = attrs.field(converter=_tuple)
+    transposed: bool = False
 
     def __str__(self) -> str:
         w = ", ".join(str(x) for x in self.warps_per_cta)
         i = ", ".join(str(x) for x in self.instr_shape)
-        return f"#mma<v={self.version}, wpc=[{w}], instr=[{i}]>"
+        t = ", trans=1" if self.transposed else ""
+        return f"#mma<v={self.version}, wpc=[{w}], instr=[{i}]{t}>"
 
 
 @attrs.frozen

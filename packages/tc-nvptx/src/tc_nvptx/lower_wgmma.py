@@ -1,4 +1,4 @@
-"""The dot on Hopper's warpgroup tensor cores: wgmma.mma_async with both operands in shared memory.
+"""The dot on Hopper's warpgroup tensor cores: wgmma.mma_async with its operands in shared memory.
 
 Each group of 4 warps computes a 64-row block of the accumulator by the tile's whole N per
 instruction (m64nNk16 for fp16/bf16, m64nNk8 for tf32), reading A and B through 64-bit matrix
@@ -6,7 +6,9 @@ descriptors: the operand's start
 address, its swizzle (32, 64 or 128 bytes: the tile's own XOR swizzle, see swizzle.py), the byte
 stride between 8-row groups (SBO) and, for an operand whose M or N dimension is contiguous
 ("MN-major", read transposed), the stride between its panels along that dimension (LBO).
-tf32 operands are K-major only (the staging makes them so: tc_opt.k_major_operands). wgmma takes
+tf32 operands are K-major only (the staging makes them so: tc_opt.k_major_operands), except for a
+dot with a transposed accumulator (Mma.transposed), computed as C^T = B^T A^T with B^T in
+registers (`lower_wgmma_register_a`). wgmma takes
 their fp32 bits as tf32 without the cvt.rna rounding of the mma.sync path (as Triton's tf32 dots
 do; on an H100 the relative error of a 4096^3 product was 7.8e-4, cuBLAS's with allow_tf32 2.9e-4).
 
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 
 import llvmlite.ir as ir
 from tc_ir.layouts import Mma
-from tc_ir.ops import DotOp, DotWaitOp
+from tc_ir.ops import DotOp, DotWaitOp, OpResult
 from tc_ir.types import ScalarType
 from tc_opt.dot_layouts import is_wgmma_dot
 
@@ -172,6 +174,80 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
     ctx.values[op.result] = result if op.asynchronous else wait_for_wgmma(ctx, result, 0)
 
 
+def _register_a_text(n: int) -> str:
+    """tf32 wgmma with its A operand (4 registers per thread) in registers."""
+    h = n // 2
+    d = ", ".join(f"${i}" for i in range(h))
+    return (f"{{ .reg .pred p; setp.ne.b32 p, ${h + 5}, 0; "
+            f"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "
+            f"{{{d}}}, {{${h}, ${h + 1}, ${h + 2}, ${h + 3}}}, ${h + 4}, p, 1, 1; }}")
+
+
+def register_a_groups(op: DotOp) -> int:
+    """The commit groups of a transposed (register-operand) wgmma dot: one per K step of 8."""
+    a = op.operands[0].type
+    return max(1, int(a.shape[1]) // 8)  # type: ignore[union-attr]
+
+
+def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal,
+                           use_acc: ir.Value | None = None) -> None:
+    """A tf32 dot C = A B whose accumulator is transposed (Mma.transposed, see
+    tc_opt.k_major_operands.swaps_operands), computed as C^T = B^T A^T: B^T (N x K) is wgmma's A
+    operand, read from B's N-major tile in shared memory into registers (rows n = 16 * warp +
+    lane / 4 (+ 8), K columns lane % 4 (+ 4)), A (M x K, K-major) its B operand through a
+    descriptor, M the instruction's N. Each K step of 8 is its own commit group, preceded by a
+    wgmma.fence (its registers were just written) and followed by a wait that leaves at most
+    (groups per dot - 1) in flight: the registers a step loads were last read by the same step
+    of the previous dot, which is then complete, so ptxas need not serialize anything."""
+    lay = acc.map.layout
+    assert isinstance(lay, Mma) and lay.version == 3 and lay.transposed
+    b = ctx.b
+    m, n = acc.map.shape
+    K = a.shape[1]
+    num_warps = lay.warps_per_cta[0]
+    cover = 16 * num_warps  # rows of the transposed product (the tile's N) per repetition
+    desc = Operand(a, 1, "A")
+    if not desc.k_major or bv.layout.order[0] != 1:
+        raise lowering_error("internal error: a transposed tf32 wgmma needs A K-major and B N-major", op.loc)
+    order = {rep: [(8 * j + e, rep * cover + h) for j in range(m // 8) for h in (0, 8) for e in (0, 1)]
+             for rep in range(n // cover)}
+    vals = dict(acc.vals)
+    missing = [k for ks in order.values() for k in ks if k not in vals]
+    if missing:
+        raise lowering_error(f"internal error: the wgmma accumulator lacks {missing[:4]}", op.loc)
+    row = b.add(b.mul(ctx.warp_part(1, num_warps), ir.Constant(I32, 16)), ctx.lane_part(4, 8))
+    col = ctx.lane_part(1, 4)
+    one = ir.Constant(I32, 1)
+    first = b.zext(use_acc, I32) if use_acc is not None else one
+    text = _register_a_text(m)
+    half = m // 2
+    cons = ",".join(["=f"] * half + ["r", "r", "r", "r", "l", "r"] + [str(i) for i in range(half)])
+    ret = ir.LiteralStructType([F32] * half)
+    groups = register_a_groups(op)
+    for kk in range(0, K, 8):
+        frags = {}
+        for rep in order:
+            base = b.add(row, ir.Constant(I32, rep * cover)) if rep else row
+            regs = []
+            for dk, dn in ((0, 0), (0, 8), (4, 0), (4, 8)):
+                k_at = b.add(col, ir.Constant(I32, kk + dk))
+                n_at = b.add(base, ir.Constant(I32, dn)) if dn else base
+                v = b.load(bv.address(ctx, [k_at, n_at]), typ=F32)
+                regs.append(b.bitcast(v, I32))
+            frags[rep] = regs
+        ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "~{memory}", [], side_effect=True)
+        db = desc.descriptor(ctx, 0, kk)
+        scale_d = first if kk == 0 else one
+        for rep, ks in order.items():
+            r = ctx.asm(ret, text, cons, [*frags[rep], db, scale_d, *(vals[k] for k in ks)], side_effect=True)
+            for i, k in enumerate(ks):
+                vals[k] = b.extract_value(r, i)
+        ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "~{memory}", [], side_effect=True)
+        ctx.asm(ir.VoidType(), f"wgmma.wait_group.sync.aligned {groups - 1};", "~{memory}", [], side_effect=True)
+    result = TileVal(acc.map, vals, acc.element)
+    ctx.values[op.result] = result if op.asynchronous else wait_for_wgmma(ctx, result, 0)
+
+
 def wait_for_wgmma(ctx: Ctx, tile: TileVal, pending: int, valid: ir.Value | None = None) -> TileVal:
     """`tile` once at most `pending` wgmma batches are in flight: its registers pass through the
     wait, so that nothing reads them (or moves them) before the hardware has written them.
@@ -198,4 +274,8 @@ def lower_dot_wait(ctx: Ctx, op: DotWaitOp) -> None:
     if not isinstance(lay, Mma) or lay.version != 3:
         raise lowering_error(f"internal error: dot_wait of a {lay} tile (only wgmma results wait)", op.loc)
     valid = ctx.values[op.operands[1]] if len(op.operands) > 1 else None
-    ctx.values[op.result] = wait_for_wgmma(ctx, src, int(op.pending), valid)
+    pending = int(op.pending)
+    dot = op.operands[0]
+    if pending and lay.transposed and isinstance(dot, OpResult) and isinstance(dot.op, DotOp):
+        pending *= register_a_groups(dot.op)  # (a dot of several commit groups: whole dots pending)
+    ctx.values[op.result] = wait_for_wgmma(ctx, src, pending, valid)

@@ -6,7 +6,8 @@ the blocks at rows 16 wm_i + 16 WM r and columns 8 wn_j + 8 WN r. The A operand 
 the same rows and, per 32-bit register, k_width consecutive K elements at k_width tig (+ 4
 k_width); the B operand (K x columns) the same K elements and the column gid. Each dimension is
 still `base + offsets`, so the generic ThreadMap (and every element-wise lowering) applies.
-Warp id: wm_i = warp % WM, wn_j = warp / WM.
+Warp id: wm_i = warp % WM, wn_j = warp / WM. A transposed (wgmma) accumulator swaps the roles:
+its rows run along the tile's N, its columns along M.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def _inner(size: int, k_width: int, root_dim: int) -> DimMap:
 def _dim(root: Mma | DotOperand, r: int, size: int) -> DimMap:
     if isinstance(root, Mma):
         wm, wn = root.warps_per_cta
-        return _rows(size, wm, r) if r == 0 else _cols(size, wm, wn, 2, r)
+        rows = 1 if root.transposed else 0  # (a transposed accumulator: rows along N)
+        return _rows(size, wm, r) if r == rows else _cols(size, wm, wn, 2, r)
     parent = root.parent
     assert isinstance(parent, Mma)
     wm, wn = parent.warps_per_cta
@@ -90,7 +92,7 @@ def mma_thread_map(
         removed.append(RemovedDim(1, wn, 1, wm) if root.operand_index == 0 else RemovedDim(1, wm, 1, 1))
         fast_root = 1 if root.operand_index == 0 else 0
     else:
-        fast_root = 1
+        fast_root = 0 if root.transposed else 1
     root_order = (fast_root, 1 - fast_root)
     root_to_tile = {r: i for i, r in enumerate(kept)}
     order = tuple(root_to_tile[r] for r in root_order if r in root_to_tile)

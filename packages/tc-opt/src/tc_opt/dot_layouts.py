@@ -97,12 +97,15 @@ def is_wgmma_dot(op: object) -> bool:
     return isinstance(lay, Mma) and lay.version == 3
 
 
-def dot_result_layout(op: DotOp, num_warps: int, arch: str = "sm_80") -> Layout | None:
-    """The layout a dot's result is anchored to (None: left to propagation, the FMA path)."""
+def dot_result_layout(op: DotOp, num_warps: int, arch: str = "sm_80", transposed: bool = False) -> Layout | None:
+    """The layout a dot's result is anchored to (None: left to propagation, the FMA path).
+    `transposed`: a wgmma tf32 dot computed as C^T = B^T A^T (k_major_operands.swaps_operands)."""
     if not uses_mma(op):
         return None
     c = op.operands[2].type
     assert isinstance(c, TileType)
+    if transposed and arch in WGMMA_ARCHS:
+        return Mma(3, (num_warps, 1), (64, c.shape[0], 8), transposed=True)
     if uses_wgmma(op, num_warps, arch):
         a = op.operands[0].type
         assert isinstance(a, TileType)

@@ -1,23 +1,29 @@
-"""tf32 operands of wgmma live K-major in shared memory.
+"""tf32 operands of wgmma: K-major in shared memory, or B^T in registers.
 
 wgmma reads 32-bit (tf32) operands from shared memory K-major only: its transpose bits exist for
 16-bit types alone. The spec's matmul has B as a K x N row-major tile (N contiguous in global
-memory: "MN-major"), and its transposed variant `^a` has A so. Such an operand is staged
-transposed: its shared buffer keeps K contiguous (rows of K elements per M or N index, swizzled as
-any wgmma operand), and the copy into it moves one element per instruction (a 4-byte cp.async in a
-pipelined loop, a load and a 4-byte shared store otherwise). Triton 3.6 does the same for tf32 on
-sm_90 (its B buffer is `nvmma_shared<transposed = true>`, filled by 4-byte cp.async).
+memory: "MN-major"), and its transposed variant `^a` has A so. Three ways, best first:
 
-The load feeding such an operand gets a layout made for those copies (`transposing_copy_layout`):
-one element per thread and instruction, a warp's 32 lanes 16 consecutive elements along the
-dimension contiguous in global memory (64 bytes) by 2 consecutive along K. In the K-major buffer
-those are 16 rows (XOR-swizzled by row % 8) at 2 consecutive K: two lanes per bank. Measured on an
-H100 (8192^3, 256x128x32 tiles, 8 warps, 3 stages): 8 x 4 lanes (no bank conflict, 4 rows of 32
-bytes per instruction) 215 TFLOPS, 16 x 2 231, 32 x 1 (4-way conflicts, one 128-byte row) 227.
-(Triton 3.x's own tf32 matmul, whose copies have 4 consecutive elements per thread and 32 lanes
-along the row, 16-way conflicts, reached 147 at its best tile on that machine.) The number of
-copies, more than their conflicts, bounds this path: 4-byte copies are 4 times the instructions
-of the 16-byte ones of a K-contiguous operand.
+1. `swaps_operands`: A K-contiguous times B N-contiguous in a pipelined loop (the spec's kernel)
+   runs as C^T = B^T A^T: wgmma's A operand may come from registers, so B^T is read per K step
+   from B's slot in its own order (scalar shared loads into the instruction's fragment), A
+   (K-major) is wgmma's B by descriptor, and the accumulator has the transposed Mma layout. cuBLAS
+   does the same (its SASS: LDS into the fragment, HGMMA with A in registers). H100, 4096^3:
+   0.95x cuBLAS.
+2. `restaged_operands` / `restage`: another M- or N-contiguous operand of a pipelined loop is
+   copied 16 bytes at a time (or by TMA) into slots in its own order and restaged each iteration:
+   read into registers (`restaging_layout`), stored K-major into one of two buffers (`tc.local_store`:
+   a proxy fence and a barrier before the dot). 0.68-0.78x.
+3. Otherwise (no pipelining, too little shared memory) the operand is copied transposed element
+   by element (`transposing_copy_layout`, a 4-byte cp.async or a load and a 4-byte store): 0.6x.
+
+The transposing copy layout: one element per thread and instruction, a warp's 32 lanes 16
+consecutive elements along the dimension contiguous in global memory (64 bytes) by 2 consecutive
+along K. In the K-major buffer those are 16 rows (XOR-swizzled by row % 8) at 2 consecutive K: two
+lanes per bank. Measured on an H100 (8192^3, 256x128x32 tiles, 8 warps, 3 stages): 8 x 4 lanes (no
+bank conflict, 4 rows of 32 bytes per instruction) 215 TFLOPS, 16 x 2 231, 32 x 1 (4-way
+conflicts, one 128-byte row) 227. (Triton 3.6 copies tf32 B this way too, with 4 consecutive
+elements per thread and 32 lanes along the row, 16-way conflicts: 147 at its best tile.)
 """
 
 from __future__ import annotations
@@ -128,6 +134,34 @@ def _tile_bytes(v: Value) -> int:
     return t.numel * t.element.bytes if isinstance(t, TileType) and isinstance(t.element, ScalarType) else 0
 
 
+def swaps_operands(dot: DotOp, num_warps: int, num_stages: int, fast_of: Callable[[Value], int]) -> bool:
+    """Whether the tf32 wgmma `dot` C = A B of a pipelined loop runs as C^T = B^T A^T: A loaded
+    K-contiguous, B N-contiguous (`fast_of(tile)`: the dimension contiguous in its load's layout).
+    B^T is then wgmma's A operand, which may come from registers (read from B's slot in its own
+    order, tc_nvptx.lower_wgmma), and A, K-major in shared memory, its B operand: nothing is
+    restaged. The accumulator is the transposed Mma layout: N rows of whole warpgroups, M <= 256
+    columns (one instruction's N)."""
+    if num_stages < 2 or num_warps % 4:
+        return False
+    body = dot.parent
+    loop = body.parent if body is not None else None
+    if not isinstance(loop, ForOp):
+        return False
+    (a, a_perm), (b, b_perm) = _source(dot, 0), _source(dot, 1)
+    if a_perm is not None or b_perm is not None:
+        return False
+    for v in (a, b):
+        if not (isinstance(v, OpResult) and isinstance(v.op, LoadOp) and v.op.parent is body):
+            return False
+    at, bt = a.type, b.type
+    if not (isinstance(at, TileType) and isinstance(bt, TileType) and needs_k_major(at.element)):
+        return False
+    (m, k), (_, n) = at.shape, bt.shape
+    if fast_of(a) != 1 or fast_of(b) != 1:
+        return False
+    return 16 <= m <= 256 and m % 16 == 0 and n % (16 * num_warps) == 0 and n % 32 == 0 and k % 8 == 0
+
+
 def restaged_operands(dot: DotOp, num_stages: int, arch: str, fast_of: Callable[[Value], int]) -> dict[int, LoadOp]:
     """Operand index -> load, for the tf32 wgmma operands of `dot` loaded MN-major (`fast_of(tile)`,
     the dimension contiguous in its load's layout, is not K) in the loop that holds the dot: they
@@ -136,7 +170,7 @@ def restaged_operands(dot: DotOp, num_stages: int, arch: str, fast_of: Callable[
     pipelining (one stage), for tiles narrower than a warp's row, and the largest restaged
     operand while the slots and the restaging buffers (two per operand) would not fit in shared
     memory (`^a` times a row-major B restages both)."""
-    if num_stages < 2:
+    if num_stages < 2 or getattr(getattr(dot.result.type, "layout", None), "transposed", False):
         return {}
     body = dot.parent
     loop = body.parent if body is not None else None
@@ -161,7 +195,8 @@ def restaged_operands(dot: DotOp, num_stages: int, arch: str, fast_of: Callable[
     return out
 
 
-def _load_order(coalesced: Callable[[Value], Blocked]) -> Callable[[Value], int]:
+def load_order(coalesced: Callable[[Value], Blocked]) -> Callable[[Value], int]:
+    """`fast_of` for the layout solver: the contiguous dimension of a load's own layout."""
     def fast(v: Value) -> int:
         assert isinstance(v, OpResult)
         return coalesced(v.op.operands[0]).order[0]
@@ -178,7 +213,9 @@ def k_major_anchors(
     for op in f.walk():
         if not isinstance(op, DotOp) or not uses_wgmma(op, num_warps, arch):
             continue
-        restaged = restaged_operands(op, num_stages, arch, _load_order(coalesced))
+        if swaps_operands(op, num_warps, num_stages, load_order(coalesced)):
+            continue  # (both operands stay in their load order)
+        restaged = restaged_operands(op, num_stages, arch, load_order(coalesced))
         for index in (0, 1):
             src, perm = operand_source(op, index)
             t = src.type

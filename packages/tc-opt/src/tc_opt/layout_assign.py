@@ -50,8 +50,8 @@ from tc_ir.ops import (
 from tc_ir.types import PointerType, ScalarType, TileType, element_of
 
 from .axis_info import AxisAnalysis
-from .dot_layouts import dot_operand_layout, dot_result_layout
-from .k_major_operands import k_major_anchors
+from .dot_layouts import WGMMA_ARCHS, dot_operand_layout, dot_result_layout, uses_mma
+from .k_major_operands import k_major_anchors, load_order, swaps_operands
 from .layout_utils import blocked_for, default_order
 from .pass_manager import Pass
 from .transpose_layout import transpose_anchors
@@ -182,7 +182,9 @@ class _Solver:
         others: list[tuple[Value, Layout]] = []
         for op in self.f.walk():
             if isinstance(op, DotOp):  # tensor-core accumulators come first
-                mma = dot_result_layout(op, self.num_warps, self.arch)
+                swap = self.arch in WGMMA_ARCHS and uses_mma(op) and swaps_operands(
+                    op, self.num_warps, self.num_stages, load_order(lambda p: coalesced_layout(p, axes, self.num_warps)))
+                mma = dot_result_layout(op, self.num_warps, self.arch, swap)
                 if mma is not None:
                     self.queue.append((op.results[0], mma))
             if isinstance(op, MEMORY) and is_tile(op.operands[0]):

@@ -63,7 +63,8 @@ def stage_operand(dot: DotOp, index: int, num_warps: int = 4, restaged: Mapping[
     order = register_order(st)
     view: Value
     load = None
-    if is_wgmma_dot(dot) and needs_k_major(st.element):  # tf32: K-major, restaged or copied transposed
+    transposed = isinstance(t.layout.parent, Mma) and t.layout.parent.transposed
+    if is_wgmma_dot(dot) and needs_k_major(st.element) and not transposed:  # tf32: K-major, restaged or copied transposed
         order = k_major_order(index, perm)
         load = restaged.get(index)
         if load is not None:

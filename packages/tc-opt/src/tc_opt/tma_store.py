@@ -72,7 +72,7 @@ def panel_by_panel(op: TmaStoreOp) -> bool:
     panel are known per register (a wgmma accumulator whose warps do not split the contiguous
     dimension); else it is written whole."""
     lay = getattr(op.operands[0].type, "layout", None)
-    return isinstance(lay, Mma) and lay.version == 3 and lay.warps_per_cta[int(op.fast)] == 1
+    return isinstance(lay, Mma) and lay.version == 3 and not lay.transposed and lay.warps_per_cta[int(op.fast)] == 1
 
 
 def scratch_bytes(op: TmaStoreOp) -> int:

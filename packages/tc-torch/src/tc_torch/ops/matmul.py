@@ -58,13 +58,12 @@ TENSOR_CORE_CONFIGS = [
     _cfg(64, 256, 32, 4, 4), _cfg(128, 128, 64, 4, 3),  # (the best on wgmma, H100 2026-11-23)
     _cfg(128, 256, 64, 8, 4), _cfg(128, 256, 64, 8, 3, **PERSISTENT),
 ]
-#: float32 with precision="tf32": on sm_90 wgmma with the operands K-major in shared memory; an
-#: M- or N-contiguous operand (B as the spec's kernel loads it) is copied 16 bytes at a time (TMA)
-#: into slots in its own order and restaged K-major in the loop (tc_opt.k_major_operands), so the
-#: tiles with the smaller B per product win: 256x128x32 with 8 warps and 4 stages measured best on
-#: an H100 (306 TFLOPS alone at 4096^3, 0.76x cuBLAS in rounds), 3 stages and 128x256x32 next (273-
-#: 283); with A transposed too (dB = A^T dC) 128x128x32 (175-178). The 4-warp tiles serve small
-#: products and GPUs before sm_90 (mma.sync).
+#: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
+#: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
+#: stages measured best on an H100 (372 TFLOPS alone at 4096^3, 0.95x cuBLAS in rounds); the
+#: transposed variants restage M/N-contiguous operands K-major in the loop, where 128x128x32 and
+#: 256x128x32 with 3 stages do best (0.68-0.93x). The 4-warp tiles serve small products and GPUs
+#: before sm_90 (mma.sync).
 TF32_CONFIGS = [
     _cfg(256, 128, 32, 8, 4), _cfg(256, 128, 32, 8, 3), _cfg(128, 256, 32, 8, 3), _cfg(128, 128, 32, 8, 4),
     _cfg(128, 128, 32, 4, 4), _cfg(64, 128, 32, 4, 3), _cfg(64, 64, 32, 4, 3),
