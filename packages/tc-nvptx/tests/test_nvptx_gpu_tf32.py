@@ -1,6 +1,6 @@
 """tf32 dots on the GPU: fp32 matmuls compiled with fp32_dot="tf32" run on Hopper's wgmma (A B
-with B N-contiguous transposed, B^T in registers; other M/N-contiguous operands restaged or
-copied K-major) and on mma.sync elsewhere; their products must be those of the tf32 operands,
+with B N-contiguous transposed, B^T in registers; an M-contiguous A in registers; other
+N-contiguous B restaged or copied K-major) and on mma.sync elsewhere; their products must be those of the tf32 operands,
 accumulated in fp32."""
 
 from __future__ import annotations

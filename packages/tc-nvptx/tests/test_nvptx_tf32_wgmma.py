@@ -73,45 +73,49 @@ def test_a_times_n_contiguous_b_runs_transposed_with_b_in_registers(tma: bool) -
 
 @needs_ptxas
 @pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
-def test_tf32_runs_on_wgmma_with_k_major_operands(ta: bool, tb: bool) -> None:
-    k = build(ta, tb)
+def test_tf32_operands_in_shared_memory_are_k_major(ta: bool, tb: bool) -> None:
+    k = build(ta, tb)  # 128x128x32 tiles, 8 warps, 4 stages, cp.async
     assert k.arch == "sm_90a"
     # m64n128k8, no transpose operands (the instruction has none for tf32), fp32 bits read as
-    # tf32 by the hardware: no mma.sync, no cvt.rna
-    instrs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\S+) \{[^}]*\}, (%rd\d+), (%rd\d+), p, 1, 1;", k.ptx)
-    assert instrs and {i[0] for i in instrs} == {"m64n128k8.f32.tf32.tf32"}
-    assert len(instrs) == 32 // 8  # K = 32 in steps of 8, one warpgroup row block each (8 warps: 2 groups)
+    # tf32 by the hardware: no mma.sync, no cvt.rna; A (^a: M-contiguous) from registers, else
+    # by descriptor
+    a_regs = r"\{%r\d+, %r\d+, %r\d+, %r\d+\}" if ta else r"%rd\d+"
+    instrs = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.(\S+) \{{[^}}]*\}}, ({a_regs}), (%rd\d+), p, 1, 1;", k.ptx)
+    assert [i[0] for i in instrs] == ["m64n128k8.f32.tf32.tf32"] * (32 // 8)  # K = 32 in steps of 8
     assert "mma.sync" not in k.ptx and "cvt.rna.tf32" not in k.ptx
     # the pipeline's slots keep each source tile's own order (its global-contiguous dimension
-    # first: 16-byte copies); the M- or N-contiguous ones (^a's [K, M], b's [K, N]) are restaged
-    # into two K-major buffers, order [1, 2, 0]; 128-byte rows, 128-byte swizzle everywhere
+    # first: 16-byte copies); B N-contiguous (b's [K, N]) is restaged into two K-major buffers,
+    # order [1, 2, 0]; 128-byte rows, 128-byte swizzle everywhere
     slots, pairs = buffers(k.asm["ir-gpu"], 4), buffers(k.asm["ir-gpu"], 2)
     assert len(slots) == 2 and all(b.endswith("order=[2, 1, 0]>") for b in slots)
-    assert len(pairs) == int(ta) + int(not tb)
+    assert len(pairs) == int(not tb)
     assert all(b.startswith("32x128xf32") and b.endswith("order=[1, 2, 0]>") for b in pairs)
     assert all("max_phase=8" in b for b in slots + pairs)
 
 
 @needs_ptxas
 @pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
-def test_mn_contiguous_operands_are_restaged_in_the_loop(ta: bool, tb: bool) -> None:
-    # every operand is copied 16 bytes at a time; an M- or N-contiguous one is then read from its
-    # slot one element per lane (a conflict-free 128-byte row per warp) and stored K-major 16
-    # bytes at a time: 4 consecutive K per thread
+def test_mn_contiguous_operands_are_read_into_registers_or_restaged(ta: bool, tb: bool) -> None:
+    # every operand is copied 16 bytes at a time; an M-contiguous A is read from its slot into
+    # the instruction's registers (4 per K step of 8, one commit group per step); an
+    # N-contiguous B is read one element per lane (a conflict-free 128-byte row per warp) and
+    # stored K-major 16 bytes at a time: 4 consecutive K per thread
     k = build(ta, tb)  # 128x128x32 tiles, 8 warps, 4 stages: 3 prologue copies + the loop's
     body = k.ptx[: k.ptx.index("wgmma.wait_group.sync.aligned 0")]
     assert "ld.global" not in body
-    restaged = int(ta) + int(not tb)
+    restaged = int(not tb)
     sizes = copy_sizes(k.ptx)
     assert sizes == ["16"] * (2 * 4 * (128 * 32 * 4 // 16 // 256))  # 2 tiles of 128x32 fp32, 4 copies each
     per_thread = 32 * 128 // 256  # elements of a 32x128 tile per thread
-    assert body.count("ld.shared.b32") == restaged * per_thread
+    assert body.count("ld.shared.b32") == restaged * per_thread + int(ta) * 4 * (32 // 8)
     assert body.count("st.shared.v4.b32") == restaged * per_thread // 4
+    assert body.count("wgmma.commit_group") == (32 // 8 if ta else 1)
     # the stores are published to wgmma (the async proxy) and to every warp before the dot
     if restaged:
         store = body.index("st.shared.v4.b32")
         fence = body.index("fence.proxy.async.shared::cta", store)
         assert body.index("bar.sync", fence) < body.index("wgmma.mma_async", fence)
+    assert "C75" not in k.asm["ptxas"]
 
 
 @needs_ptxas

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import llvmlite.ir as ir
-from tc_ir.layouts import Mma
+from tc_ir.layouts import Mma, Shared
 from tc_ir.ops import DotOp, DotWaitOp, OpResult
 from tc_ir.types import ScalarType
 from tc_opt.dot_layouts import is_wgmma_dot
@@ -184,43 +184,76 @@ def _register_a_text(n: int) -> str:
 
 
 def register_a_groups(op: DotOp) -> int:
-    """The commit groups of a transposed (register-operand) wgmma dot: one per K step of 8."""
+    """The commit groups of a wgmma dot with its A operand in registers: one per K step of 8."""
     a = op.operands[0].type
     return max(1, int(a.shape[1]) // 8)  # type: ignore[union-attr]
 
 
+def uses_register_a(op: DotOp) -> bool:
+    """Whether a laid-out wgmma dot reads its A operand into registers: a transposed accumulator
+    (C^T = B^T A^T), or tf32 operands with A staged M-contiguous (wgmma reads tf32 K-major only
+    from shared memory, any layout from registers)."""
+    lay = getattr(op.result.type, "layout", None)
+    if not isinstance(lay, Mma) or lay.version != 3:
+        return False
+    if lay.transposed:
+        return True
+    a = op.operands[0]
+    e = getattr(a.type, "element", None)
+    if not (isinstance(e, ScalarType) and e.bits == 32 and isinstance(a, OpResult)):
+        return False
+    shared = getattr(a.op.operands[0].type, "layout", None) if a.op.operands else None
+    return isinstance(shared, Shared) and shared.order[0] != 1
+
+
 def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal,
                            use_acc: ir.Value | None = None) -> None:
-    """A tf32 dot C = A B whose accumulator is transposed (Mma.transposed, see
-    tc_opt.k_major_operands.swaps_operands), computed as C^T = B^T A^T: B^T (N x K) is wgmma's A
-    operand, read from B's N-major tile in shared memory into registers (rows n = 16 * warp +
-    lane / 4 (+ 8), K columns lane % 4 (+ 4)), A (M x K, K-major) its B operand through a
-    descriptor, M the instruction's N. Each K step of 8 is its own commit group, preceded by a
-    wgmma.fence (its registers were just written) and followed by a wait that leaves at most
-    (groups per dot - 1) in flight: the registers a step loads were last read by the same step
-    of the previous dot, which is then complete, so ptxas need not serialize anything."""
+    """A tf32 dot with wgmma's A operand in registers, read from shared memory per K step of 8
+    (rows r = 16 * warp + lane / 4 (+ 8), K columns lane % 4 (+ 4)), and its B operand K-major
+    through a descriptor. Two cases:
+    - a transposed accumulator (Mma.transposed, tc_opt.k_major_operands.swaps_operands): C^T =
+      B^T A^T, wgmma's A is B^T read from B's N-major tile, its B is A (K-major), M the
+      instruction's N;
+    - otherwise A itself (staged M-contiguous) into registers, B (K-major) by descriptor.
+    Each K step is its own commit group, preceded by a wgmma.fence (its registers were just
+    written) and followed by a wait that leaves at most (groups per dot - 1) in flight: the
+    registers a step loads were last read by the same step of the previous dot, which is then
+    complete, so ptxas need not serialize anything."""
     lay = acc.map.layout
-    assert isinstance(lay, Mma) and lay.version == 3 and lay.transposed
+    assert isinstance(lay, Mma) and lay.version == 3
     b = ctx.b
     m, n = acc.map.shape
     K = a.shape[1]
     num_warps = lay.warps_per_cta[0]
-    cover = 16 * num_warps  # rows of the transposed product (the tile's N) per repetition
-    desc = Operand(a, 1, "A")
-    if not desc.k_major or bv.layout.order[0] != 1:
-        raise lowering_error("internal error: a transposed tf32 wgmma needs A K-major and B N-major", op.loc)
-    order = {rep: [(8 * j + e, rep * cover + h) for j in range(m // 8) for h in (0, 8) for e in (0, 1)]
-             for rep in range(n // cover)}
+    cover = 16 * num_warps  # rows of the instruction's product per repetition
+    if lay.transposed:  # rows along the tile's N, read from B [K, N]; A [M, K] by descriptor
+        desc, src, width, rows = Operand(a, 1, "A"), bv, m, n
+
+        def coords(row: ir.Value, k: ir.Value) -> list[ir.Value | int]:
+            return [k, row]
+
+        order = {rep: [(8 * j + e, rep * cover + h) for j in range(m // 8) for h in (0, 8) for e in (0, 1)]
+                 for rep in range(n // cover)}
+    else:  # rows along M, read from A [M, K]; B [K, N] by descriptor
+        desc, src, width, rows = Operand(bv, 0, "B"), a, n, m
+
+        def coords(row: ir.Value, k: ir.Value) -> list[ir.Value | int]:
+            return [row, k]
+
+        order = {rep: [(rep * cover + h, 8 * j + e) for j in range(n // 8) for h in (0, 8) for e in (0, 1)]
+                 for rep in range(m // cover)}
+    if not desc.k_major:
+        raise lowering_error("internal error: the shared operand of a register-operand tf32 wgmma is not K-major", op.loc)
     vals = dict(acc.vals)
     missing = [k for ks in order.values() for k in ks if k not in vals]
-    if missing:
+    if missing or rows % cover:
         raise lowering_error(f"internal error: the wgmma accumulator lacks {missing[:4]}", op.loc)
     row = b.add(b.mul(ctx.warp_part(1, num_warps), ir.Constant(I32, 16)), ctx.lane_part(4, 8))
     col = ctx.lane_part(1, 4)
     one = ir.Constant(I32, 1)
     first = b.zext(use_acc, I32) if use_acc is not None else one
-    text = _register_a_text(m)
-    half = m // 2
+    text = _register_a_text(width)
+    half = width // 2
     cons = ",".join(["=f"] * half + ["r", "r", "r", "r", "l", "r"] + [str(i) for i in range(half)])
     ret = ir.LiteralStructType([F32] * half)
     groups = register_a_groups(op)
@@ -229,10 +262,10 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
         for rep in order:
             base = b.add(row, ir.Constant(I32, rep * cover)) if rep else row
             regs = []
-            for dk, dn in ((0, 0), (0, 8), (4, 0), (4, 8)):
+            for dk, dr in ((0, 0), (0, 8), (4, 0), (4, 8)):
                 k_at = b.add(col, ir.Constant(I32, kk + dk))
-                n_at = b.add(base, ir.Constant(I32, dn)) if dn else base
-                v = b.load(bv.address(ctx, [k_at, n_at]), typ=F32)
+                r_at = b.add(base, ir.Constant(I32, dr)) if dr else base
+                v = b.load(src.address(ctx, coords(r_at, k_at)), typ=F32)
                 regs.append(b.bitcast(v, I32))
             frags[rep] = regs
         ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "~{memory}", [], side_effect=True)
@@ -276,6 +309,6 @@ def lower_dot_wait(ctx: Ctx, op: DotWaitOp) -> None:
     valid = ctx.values[op.operands[1]] if len(op.operands) > 1 else None
     pending = int(op.pending)
     dot = op.operands[0]
-    if pending and lay.transposed and isinstance(dot, OpResult) and isinstance(dot.op, DotOp):
+    if pending and isinstance(dot, OpResult) and isinstance(dot.op, DotOp) and uses_register_a(dot.op):
         pending *= register_a_groups(dot.op)  # (a dot of several commit groups: whole dots pending)
     ctx.values[op.result] = wait_for_wgmma(ctx, src, pending, valid)

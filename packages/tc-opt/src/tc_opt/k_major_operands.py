@@ -1,4 +1,4 @@
-"""tf32 operands of wgmma: K-major in shared memory, or B^T in registers.
+"""tf32 operands of wgmma: K-major in shared memory, or in registers.
 
 wgmma reads 32-bit (tf32) operands from shared memory K-major only: its transpose bits exist for
 16-bit types alone. The spec's matmul has B as a K x N row-major tile (N contiguous in global
@@ -10,12 +10,15 @@ memory: "MN-major"), and its transposed variant `^a` has A so. Three ways, best 
    (K-major) is wgmma's B by descriptor, and the accumulator has the transposed Mma layout. cuBLAS
    does the same (its SASS: LDS into the fragment, HGMMA with A in registers). H100, 4096^3:
    0.95x cuBLAS.
-2. `restaged_operands` / `restage`: another M- or N-contiguous operand of a pipelined loop is
-   copied 16 bytes at a time (or by TMA) into slots in its own order and restaged each iteration:
-   read into registers (`restaging_layout`), stored K-major into one of two buffers (`tc.local_store`:
-   a proxy fence and a barrier before the dot). 0.68-0.78x.
-3. Otherwise (no pipelining, too little shared memory) the operand is copied transposed element
-   by element (`transposing_copy_layout`, a 4-byte cp.async or a load and a 4-byte store): 0.6x.
+2. `register_a_operand`: A is always staged in its own order; where it is M-contiguous wgmma
+   reads it from registers too (the same per-step fragment loads, from A's tile). A^T B and
+   A^T B^T: 0.94x.
+3. `restaged_operands` / `restage`: an N-contiguous B of a pipelined loop that is not swapped
+   (A^T B) is copied 16 bytes at a time (or by TMA) into slots in its own order and restaged each
+   iteration: read into registers (`restaging_layout`), stored K-major into one of two buffers
+   (`tc.local_store`: a proxy fence and a barrier before the dot).
+4. Otherwise (no pipelining, too little shared memory) B is copied transposed element by element
+   (`transposing_copy_layout`, a 4-byte cp.async or a load and a 4-byte store): 0.6x.
 
 The transposing copy layout: one element per thread and instruction, a warp's 32 lanes 16
 consecutive elements along the dimension contiguous in global memory (64 bytes) by 2 consecutive
@@ -134,6 +137,13 @@ def _tile_bytes(v: Value) -> int:
     return t.numel * t.element.bytes if isinstance(t, TileType) and isinstance(t.element, ScalarType) else 0
 
 
+def register_a_operand(index: int) -> bool:
+    """Whether operand `index` of a tf32 wgmma dot is staged in its own order whatever it is: A,
+    which wgmma reads from registers where it is not K-major (tc_nvptx.lower_wgmma reads it
+    there from its tile in shared memory, 4 registers per K step of 8)."""
+    return index == 0
+
+
 def swaps_operands(dot: DotOp, num_warps: int, num_stages: int, fast_of: Callable[[Value], int]) -> bool:
     """Whether the tf32 wgmma `dot` C = A B of a pipelined loop runs as C^T = B^T A^T: A loaded
     K-contiguous, B N-contiguous (`fast_of(tile)`: the dimension contiguous in its load's layout).
@@ -184,8 +194,8 @@ def restaged_operands(dot: DotOp, num_stages: int, arch: str, fast_of: Callable[
         if not (isinstance(src, OpResult) and isinstance(src.op, LoadOp) and src.op.parent is body):
             continue
         slots += num_stages * _tile_bytes(src)
-        if not isinstance(t, TileType) or t.rank != 2 or not needs_k_major(t.element):
-            continue
+        if index == 0 or not isinstance(t, TileType) or t.rank != 2 or not needs_k_major(t.element):
+            continue  # (A goes to registers where it is not K-major: register_a_operand)
         kdim, fast = source_k_dim(index, perm), fast_of(src)
         if fast != kdim and t.shape[fast] % 32 == 0 and t.shape[kdim] % RESTAGE_RUN == 0:
             out[index] = src.op
@@ -221,7 +231,7 @@ def k_major_anchors(
             t = src.type
             if not (isinstance(src, OpResult) and isinstance(src.op, LoadOp) and isinstance(t, TileType)):
                 continue
-            if t.rank != 2 or not needs_k_major(t.element) or index in restaged:
+            if t.rank != 2 or not needs_k_major(t.element) or index in restaged or register_a_operand(index):
                 continue
             load = src.op
             kdim = source_k_dim(index, perm)

@@ -29,7 +29,7 @@ from tc_ir.ops import (
 from tc_ir.types import TileType
 
 from .dot_layouts import is_wgmma_dot, register_order, shared_layout
-from .k_major_operands import k_major_order, needs_k_major, restage, restaged_operands
+from .k_major_operands import k_major_order, needs_k_major, register_a_operand, restage, restaged_operands
 from .ir_utils import uses
 from .pass_manager import Pass
 
@@ -64,7 +64,8 @@ def stage_operand(dot: DotOp, index: int, num_warps: int = 4, restaged: Mapping[
     view: Value
     load = None
     transposed = isinstance(t.layout.parent, Mma) and t.layout.parent.transposed
-    if is_wgmma_dot(dot) and needs_k_major(st.element) and not transposed:  # tf32: K-major, restaged or copied transposed
+    in_order = transposed or register_a_operand(index)  # (read into registers where not K-major)
+    if is_wgmma_dot(dot) and needs_k_major(st.element) and not in_order:  # tf32: K-major, restaged or copied transposed
         order = k_major_order(index, perm)
         load = restaged.get(index)
         if load is not None:

@@ -60,10 +60,9 @@ TENSOR_CORE_CONFIGS = [
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
-#: stages measured best on an H100 (372 TFLOPS alone at 4096^3, 0.95x cuBLAS in rounds); the
-#: transposed variants restage M/N-contiguous operands K-major in the loop, where 128x128x32 and
-#: 256x128x32 with 3 stages do best (0.68-0.93x). The 4-warp tiles serve small products and GPUs
-#: before sm_90 (mma.sync).
+#: stages measured best on an H100 (372 TFLOPS alone at 4096^3, 0.95x cuBLAS in rounds); with A
+#: transposed (A read into registers, B restaged or K-contiguous) 128x256x32 (0.94x). The 4-warp
+#: tiles serve small products and GPUs before sm_90 (mma.sync).
 TF32_CONFIGS = [
     _cfg(256, 128, 32, 8, 4), _cfg(256, 128, 32, 8, 3), _cfg(128, 256, 32, 8, 3), _cfg(128, 128, 32, 8, 4),
     _cfg(128, 128, 32, 4, 4), _cfg(64, 128, 32, 4, 3), _cfg(64, 64, 32, 4, 3),
