@@ -6,9 +6,9 @@ descriptors: the operand's start
 address, its swizzle (32, 64 or 128 bytes: the tile's own XOR swizzle, see swizzle.py), the byte
 stride between 8-row groups (SBO) and, for an operand whose M or N dimension is contiguous
 ("MN-major", read transposed), the stride between its panels along that dimension (LBO).
-tf32 operands are K-major only (the staging makes them so: tc_opt.k_major_operands), except for a
-dot with a transposed accumulator (Mma.transposed), computed as C^T = B^T A^T with B^T in
-registers (`lower_wgmma_register_a`). wgmma takes
+tf32 operands are K-major only (the staging makes them so: tc_opt.k_major_operands); an
+M-contiguous tf32 A, and B^T of a dot with a transposed accumulator (Mma.transposed, computed as
+C^T = B^T A^T), are read into registers instead (`lower_wgmma_register_a`). wgmma takes
 their fp32 bits as tf32 without the cvt.rna rounding of the mma.sync path (as Triton's tf32 dots
 do; on an H100 the relative error of a 4096^3 product was 7.8e-4, cuBLAS's with allow_tf32 2.9e-4).
 
@@ -247,7 +247,7 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
     vals = dict(acc.vals)
     missing = [k for ks in order.values() for k in ks if k not in vals]
     if missing or rows % cover:
-        raise lowering_error(f"internal error: the wgmma accumulator lacks {missing[:4]}", op.loc)
+        raise lowering_error(f"internal error: the wgmma accumulator ({m}x{n}, {lay}) lacks {missing[:4]}", op.loc)
     row = b.add(b.mul(ctx.warp_part(1, num_warps), ir.Constant(I32, 16)), ctx.lane_part(4, 8))
     col = ctx.lane_part(1, 4)
     one = ir.Constant(I32, 1)

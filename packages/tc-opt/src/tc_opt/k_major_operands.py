@@ -173,13 +173,13 @@ def swaps_operands(dot: DotOp, num_warps: int, num_stages: int, fast_of: Callabl
 
 
 def restaged_operands(dot: DotOp, num_stages: int, arch: str, fast_of: Callable[[Value], int]) -> dict[int, LoadOp]:
-    """Operand index -> load, for the tf32 wgmma operands of `dot` loaded MN-major (`fast_of(tile)`,
-    the dimension contiguous in its load's layout, is not K) in the loop that holds the dot: they
-    go through the pipeline's slots in their own order and are restaged K-major in the loop
-    (`restage`). The others are copied transposed element by element: outside a loop, without
-    pipelining (one stage), for tiles narrower than a warp's row, and the largest restaged
-    operand while the slots and the restaging buffers (two per operand) would not fit in shared
-    memory (`^a` times a row-major B restages both)."""
+    """{1: load} when B, a tf32 wgmma operand, is loaded N-contiguous (`fast_of(tile)`, the
+    dimension contiguous in its load's layout, is not K) in the loop that holds a dot that does
+    not swap its operands: it goes through the pipeline's slots in its own order and is restaged
+    K-major in the loop (`restage`); else {} and B is copied transposed element by element:
+    outside a loop, without pipelining (one stage), for tiles narrower than a warp's row, or when
+    the slots and the two restaging buffers would not fit in shared memory. (A is never
+    restaged: `register_a_operand`.)"""
     if num_stages < 2 or getattr(getattr(dot.result.type, "layout", None), "transposed", False):
         return {}
     body = dot.parent

@@ -2,9 +2,11 @@
 `local_load(local_alloc(x))`, with a Shared layout that keeps x's memory order (so its stores are
 vectorized) and is swizzled for ldmatrix on the tensor-core path. A transposed operand
 (`trans(x)`, the spec's `^a`) is stored in x's order and read through a `local_trans` view: the
-reader (ldmatrix or ldmatrix.trans) follows the order, no data moves twice. The tf32 operands
-of wgmma are the exception: they are stored K-major whatever x's order (k_major_operands), in
-a pipelined loop through a slot in x's order and a restaging copy (k_major_operands.restage).
+reader (ldmatrix or ldmatrix.trans) follows the order, no data moves twice. A tf32 B of wgmma
+is the exception (wgmma reads 32-bit operands from shared memory K-major only): unless the dot
+runs transposed with B^T in registers, it is stored K-major whatever x's order, in a pipelined
+loop through a slot in x's order and a restaging copy (k_major_operands.restage). A tf32 A keeps
+its order: where it is not K-major wgmma reads it into registers.
 """
 
 from __future__ import annotations
