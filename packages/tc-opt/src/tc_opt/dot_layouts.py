@@ -105,7 +105,9 @@ def dot_result_layout(op: DotOp, num_warps: int, arch: str = "sm_80", transposed
     c = op.operands[2].type
     assert isinstance(c, TileType)
     if transposed and arch in WGMMA_ARCHS:
-        return Mma(3, (num_warps, 1), (64, c.shape[0], 8), transposed=True)
+        a = op.operands[0].type
+        assert isinstance(a, TileType)
+        return Mma(3, (num_warps, 1), (64, c.shape[0], instr_k(a.element)), transposed=True)
     if uses_wgmma(op, num_warps, arch):
         a = op.operands[0].type
         assert isinstance(a, TileType)
