@@ -18,8 +18,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-#: Odd shapes (M, N, K) of the correctness check: partial tiles in every dimension.
-ODD_SHAPES = ((333, 517, 259), (1000, 1000, 1000), (64, 48, 16))
+#: Odd shapes (M, N, K) of the correctness check: partial tiles in every dimension, and K = 0
+#: (the loop never runs: the accumulator's zeros come from its final wait).
+ODD_SHAPES = ((333, 517, 259), (1000, 1000, 1000), (64, 48, 16), (96, 160, 0))
 #: Operand layouts: n = row-major as given, t = the transpose of a row-major matrix (a view).
 LAYOUTS = ("nn", "tn", "nt", "tt")
 
