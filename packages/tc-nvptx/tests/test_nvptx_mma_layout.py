@@ -1,0 +1,54 @@
+"""Thread maps of the wgmma accumulator (no GPU): which elements each thread holds, computed here
+from the DimMaps the code generator uses, for the plain layout and the transposed one of a tf32
+dot computed as C^T = B^T A^T (its rows along the tile's N)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from tc_ir.layouts import Mma
+from tc_nvptx.layout_math import DimMap, ThreadMap, thread_map
+
+
+def _base(d: DimMap, lane: int, warp: int) -> int:
+    """The thread's first coordinate along `d`, as Ctx.base computes it (tensor-core maps)."""
+    assert d.warp_step  # (the tensor-core form)
+    lane_part = (lane // d.lane_stride) % d.tpw if d.tpw > 1 else 0
+    v = lane_part * d.spt
+    if d.wpc > 1:
+        v += ((warp // d.warp_stride) % d.wpc) * d.warp_step
+    return v % d.size if d.mode == "wrap" else v
+
+
+def _owned(m: ThreadMap, lane: int, warp: int) -> set[tuple[int, ...]]:
+    bases = [_base(d, lane, warp) for d in m.dims]
+    return {tuple(b + o for b, o in zip(bases, key)) for key in itertools.product(*(d.offsets for d in m.dims))}
+
+
+@pytest.mark.parametrize("m,n,warps", [(256, 128, 8), (128, 256, 8), (64, 64, 4), (128, 128, 4)])
+def test_transposed_accumulator_holds_the_transposed_products_elements(m: int, n: int, warps: int) -> None:
+    # the tile [M, N] in the transposed layout: each thread holds exactly the transposes of the
+    # elements it holds of the plain accumulator of [N, M] (wgmma's D of C^T = B^T A^T)
+    plain = thread_map((n, m), Mma(3, (warps, 1), (64, m, 8)))
+    trans = thread_map((m, n), Mma(3, (warps, 1), (64, m, 8), transposed=True))
+    assert trans.per_thread == plain.per_thread == m * n // (32 * warps)
+    seen: set[tuple[int, ...]] = set()
+    for warp in range(warps):
+        for lane in range(32):
+            mine = _owned(trans, lane, warp)
+            assert mine == {(c, r) for r, c in _owned(plain, lane, warp)}
+            seen |= mine
+    assert seen == set(itertools.product(range(m), range(n)))  # every element, once per thread
+
+
+def test_transposed_accumulator_is_wgmma_d_fragment_of_c_transposed() -> None:
+    # thread (warp w, lane l) holds rows n = 16 w + l / 4 (+ 8) of C^T (the tile's N) and columns
+    # m = 8 j + 2 (l % 4) + (0, 1) (the tile's M): wgmma's D layout for m64nMk8, warpgroups stacked
+    m, n, warps = 256, 128, 8
+    trans = thread_map((m, n), Mma(3, (warps, 1), (64, m, 8), transposed=True))
+    for warp, lane in ((0, 0), (3, 17), (5, 30), (7, 31)):
+        rows = {16 * warp + lane // 4, 16 * warp + lane // 4 + 8}
+        cols = {8 * j + 2 * (lane % 4) + e for j in range(m // 8) for e in (0, 1)}
+        assert _owned(trans, lane, warp) == {(c, r) for r in rows for c in cols}
+    assert trans.order[0] == 0  # the pairs a lane holds run along M
