@@ -68,8 +68,10 @@ def needs_k_major(element: ElementType) -> bool:
 
 def operand_source(dot: DotOp, index: int) -> tuple[Value, tuple[int, ...] | None]:
     """Operand `index` of `dot` before a `trans` (the spec's `^a`), and that trans's permutation
-    (None when there is none)."""
+    (None when there is none); after layout assignment, behind the convert to the operand layout."""
     v = dot.operands[index]
+    if isinstance(v, OpResult) and isinstance(v.op, ConvertLayoutOp):
+        v = v.op.operands[0]
     if isinstance(v, OpResult) and isinstance(v.op, TransOp):
         return v.op.operands[0], tuple(v.op.perm)
     return v, None
@@ -122,16 +124,6 @@ def restaging_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: in
     return Blocked(spt, tpw, wpc, (kdim, fast))
 
 
-def _source(dot: DotOp, index: int) -> tuple[Value, tuple[int, ...] | None]:
-    """`operand_source` also after layout assignment (a convert to the operand layout first)."""
-    v = dot.operands[index]
-    if isinstance(v, OpResult) and isinstance(v.op, ConvertLayoutOp):
-        v = v.op.operands[0]
-    if isinstance(v, OpResult) and isinstance(v.op, TransOp):
-        return v.op.operands[0], tuple(v.op.perm)
-    return v, None
-
-
 def _tile_bytes(v: Value) -> int:
     t = v.type
     return t.numel * t.element.bytes if isinstance(t, TileType) and isinstance(t.element, ScalarType) else 0
@@ -157,7 +149,7 @@ def swaps_operands(dot: DotOp, num_warps: int, num_stages: int, fast_of: Callabl
     loop = body.parent if body is not None else None
     if not isinstance(loop, ForOp):
         return False
-    (a, a_perm), (b, b_perm) = _source(dot, 0), _source(dot, 1)
+    (a, a_perm), (b, b_perm) = operand_source(dot, 0), operand_source(dot, 1)
     if a_perm is not None or b_perm is not None:
         return False
     for v in (a, b):
@@ -189,7 +181,7 @@ def restaged_operands(dot: DotOp, num_stages: int, arch: str, fast_of: Callable[
     out: dict[int, LoadOp] = {}
     slots = 0
     for index in (0, 1):
-        src, perm = _source(dot, index)
+        src, perm = operand_source(dot, index)
         t = src.type
         if not (isinstance(src, OpResult) and isinstance(src.op, LoadOp) and src.op.parent is body):
             continue
