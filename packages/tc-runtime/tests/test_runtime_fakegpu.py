@@ -582,6 +582,43 @@ def test_autotune_keeps_the_fastest_by_median(fake: FakeCuda,
     assert k.num_warps == 4  # its mean (15 ms) is the slower one; its median (1 ms) is not
 
 
+def test_autotune_times_close_configs_again_in_interleaved_rounds(
+        fake: FakeCuda, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # two configurations 2% apart; the GPU is slow while the faster one is timed first (a slow
+    # stretch of clocks): one pass after the other picks the wrong one, the rounds do not
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
+    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    fake.block_time = {64: 1.00, 128: 1.02, 256: 3.0}
+    launch = fake.launch
+    count = itertools.count()
+
+    def slow_start(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
+        res = launch(f, grid, bx, stream, params)
+        if next(count) < 11:  # the first configuration's warm-up, estimate and timed launches
+            fake.clock += 0.05
+        return res
+
+    monkeypatch.setattr(fake, "launch", slow_start)
+    buf = fake.alloc(4 * 64)
+    configs = [tc.config(num_warps=2), tc.config(num_warps=4), tc.config(num_warps=8)]
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 2
+    err = capsys.readouterr().err
+    # the first pass had num_warps=2 at 1.05 ms against 1.02; both are finalists, 8 warps is not
+    assert err.count("over 4 interleaved rounds") == 2 and "num_warps=8" in err
+    assert fake.launches == 3 * (1 + 3 + 7) + 2 * autotune.FINAL_ROUNDS * (1 + 3 + 7) + 1
+    # without the rounds the first pass decides (the configuration the drift favoured)
+    monkeypatch.setattr(autotune, "FINAL_ROUNDS", 0)
+    count = itertools.count()
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+    monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 4
+
+
 def test_do_bench_with_driver_events_and_l2_flush(fake: FakeCuda,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from tc_runtime import testing

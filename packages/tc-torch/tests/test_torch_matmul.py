@@ -210,6 +210,28 @@ def test_matmul_tf32_kernels_tune_over_the_tf32_tiles(monkeypatch: pytest.Monkey
         assert (c.num_stages * (mb + nb) + 2 * nb) * kb * 4 <= 227 * 1024 - 1024
 
 
+def test_matmul_one_configuration_keeps_its_schedule_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    # matmul_out(..., configs=[one]) builds that configuration alone; a persistent bulk-store
+    # schedule lives in the config's options, which the single-kernel route used to drop
+    calls: list[dict[str, Any]] = []
+
+    def fake_kernel(*args: object, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return object()
+
+    monkeypatch.setattr(library, "_kernels", {})
+    monkeypatch.setattr(tc_runtime, "kernel", fake_kernel)
+    persistent = mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT)
+    plain = mm._cfg(128, 256, 64, 8, 3)
+    mm.kernel_for(torch.float16, False, False, torch.device("cuda", 0), configs=[persistent])
+    mm.kernel_for(torch.float16, False, False, torch.device("cuda", 0), configs=[plain])
+    with_options, without = calls
+    assert with_options["autotune_configs"] == [persistent]
+    assert with_options["autotune_configs"][0].options == {"persistent": True, "tma_store": True,
+                                                           "warp_specialize": True}
+    assert without["autotune_configs"] is None and without["defines"]["MB"] == "128"
+
+
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_matmul_kernel_copies_operands_asynchronously_without_spills(ta: bool, tb: bool) -> None:
     # the GPU code of the op's kernel, for its largest tensor-core tile: every operand load a

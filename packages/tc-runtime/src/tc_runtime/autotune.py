@@ -2,6 +2,10 @@
 
 On a GPU every configuration that compiles and loads is timed on the caller's arguments with CUDA
 events (a warm-up launch, then repetitions each after an L2 flush) and the fastest by median wins.
+A GPU's speed drifts while it is timed one configuration after another (clocks, temperature), by
+as much as the few percent that separate a matmul's best tiles, so the configurations within
+FINAL_MARGIN of the fastest are timed again, taking turns for FINAL_ROUNDS rounds, and the median
+of each one's rounds decides among them.
 The memory behind the pointer arguments is saved first and restored before each configuration and
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
@@ -18,6 +22,7 @@ and why, and prints every time. TC_SKIP_AUTOTUNING=1 takes the first configurati
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import warnings
@@ -37,6 +42,11 @@ if TYPE_CHECKING:
 _MEASURE_MS = 20.0
 _MIN_REPS, _MAX_REPS = 5, 100
 _FLUSH_BYTES = 256 * 1024 * 1024
+#: Finalists: the configurations within this fraction of the fastest first measurement (at most
+#: FINALISTS of them), timed again in FINAL_ROUNDS interleaved rounds.
+FINAL_MARGIN = 0.05
+FINALISTS = 4
+FINAL_ROUNDS = 3
 _flush: dict[int, driver.DeviceBuffer | None] = {}
 
 
@@ -121,6 +131,9 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
                     continue
                 timed.append((ms, v))
                 _say(f"{label}: {v.config}: {ms * 1000:.1f} us")
+            if len(timed) > 1:
+                timed = _final_rounds(timed, lambda v: kernel.launch_variant(v, args, grid, stream),
+                                      backup, dev, stream, label)
             backup.restore(stream)
         finally:
             backup.free()
@@ -132,6 +145,30 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
         cache.put_record(record_key, {"index": best.index, "config": repr(best.config),
                                       "times_ms": {repr(v.config): t for t, v in timed}})
     return best
+
+
+def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant], None],
+                  backup: Backup, device: driver.Device, stream: int,
+                  label: str) -> list[tuple[float, Variant]]:
+    """`timed` with the finalists' times replaced by the median of their first measurement and
+    FINAL_ROUNDS more, the finalists taking turns in each round (see the module docstring)."""
+    fastest = min(t for t, _ in timed)
+    ranked = sorted(range(len(timed)), key=lambda i: timed[i][0])
+    finalists = [i for i in ranked if timed[i][0] <= fastest * (1 + FINAL_MARGIN)][:FINALISTS]
+    if len(finalists) < 2:
+        return timed
+    rounds: dict[int, list[float]] = {i: [timed[i][0]] for i in finalists}
+    for _ in range(FINAL_ROUNDS):
+        for i in finalists:
+            v = timed[i][1]
+            backup.restore(stream)
+            rounds[i].append(median_ms(functools.partial(launch, v), device, stream))
+    out = list(timed)
+    for i, times in rounds.items():
+        out[i] = (float(statistics.median(times)), timed[i][1])
+        _say(f"{label}: {timed[i][1].config}: {out[i][0] * 1000:.1f} us over "
+             f"{len(times)} interleaved rounds")
+    return out
 
 
 class Backup:

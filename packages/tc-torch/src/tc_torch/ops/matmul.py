@@ -57,6 +57,7 @@ TENSOR_CORE_CONFIGS = [
     _cfg(128, 256, 64, 8, 3), _cfg(256, 128, 64, 8, 3), _cfg(128, 128, 64, 4, 4),
     _cfg(64, 256, 32, 4, 4), _cfg(128, 128, 64, 4, 3),  # (the best on wgmma, H100 2026-11-23)
     _cfg(128, 256, 64, 8, 4), _cfg(128, 256, 64, 8, 3, **PERSISTENT),
+    _cfg(128, 256, 64, 8, 4, **PERSISTENT),  # (two 16 KiB store buffers: 230,400 bytes)
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
@@ -93,7 +94,7 @@ def kernel_for(dtype: torch.dtype, trans_a: bool, trans_b: bool, device: torch.d
     defines: dict[str, object] = {"TYPE": tc_type(dtype, OP, FLOAT_DTYPES), "ACC": acc_type(dtype),
                                   **A_VARIANTS[trans_a], **B_VARIANTS[trans_b]}
     cfgs = configs if configs is not None else configs_for(dtype, device, precision)
-    if len(cfgs) == 1:
+    if len(cfgs) == 1 and not cfgs[0].options:  # (a schedule's options live in the config)
         c = cfgs[0]
         return get_kernel("matmul", "matmul", device, {**defines, **c.defines}, c.num_warps,
                           c.num_stages, fp32_dot=precision)
