@@ -2,10 +2,12 @@
 
 On a GPU every configuration that compiles and loads is timed on the caller's arguments with CUDA
 events (a warm-up launch, then repetitions each after an L2 flush) and the fastest by median wins.
-A GPU's speed drifts while it is timed one configuration after another (clocks, temperature), by
-as much as the few percent that separate a matmul's best tiles, so the configurations within
-FINAL_MARGIN of the fastest are timed again, taking turns for FINAL_ROUNDS rounds, and the median
-of each one's rounds decides among them.
+A GPU's speed drifts while it is timed one configuration after another: heavy kernels heat it and
+its clocks fall, so the configurations timed first look faster (an H100 timing 8192^3 matmuls saw
+the first 10% faster than the same kernel in interleaved rounds), far more than the few percent
+that separate a matmul's best tiles. The FINALISTS fastest configurations of that first pass
+(those within FINAL_MARGIN of the fastest) are therefore timed again, taking turns for
+FINAL_ROUNDS rounds, and the median of each one's rounds decides among them.
 The memory behind the pointer arguments is saved first and restored before each configuration and
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
@@ -42,9 +44,9 @@ if TYPE_CHECKING:
 _MEASURE_MS = 20.0
 _MIN_REPS, _MAX_REPS = 5, 100
 _FLUSH_BYTES = 256 * 1024 * 1024
-#: Finalists: the configurations within this fraction of the fastest first measurement (at most
-#: FINALISTS of them), timed again in FINAL_ROUNDS interleaved rounds.
-FINAL_MARGIN = 0.05
+#: Finalists: the FINALISTS fastest configurations of the first pass that are within this
+#: fraction of the fastest, timed again in FINAL_ROUNDS interleaved rounds.
+FINAL_MARGIN = 0.25
 FINALISTS = 4
 FINAL_ROUNDS = 3
 _flush: dict[int, driver.DeviceBuffer | None] = {}
@@ -150,14 +152,15 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
 def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant], None],
                   backup: Backup, device: driver.Device, stream: int,
                   label: str) -> list[tuple[float, Variant]]:
-    """`timed` with the finalists' times replaced by the median of their first measurement and
-    FINAL_ROUNDS more, the finalists taking turns in each round (see the module docstring)."""
+    """`timed` with the finalists' times replaced by the median of FINAL_ROUNDS more
+    measurements, the finalists taking turns in each round (see the module docstring). The first
+    pass only chooses the finalists: its order is what biased it."""
     fastest = min(t for t, _ in timed)
     ranked = sorted(range(len(timed)), key=lambda i: timed[i][0])
     finalists = [i for i in ranked if timed[i][0] <= fastest * (1 + FINAL_MARGIN)][:FINALISTS]
-    if len(finalists) < 2:
+    if len(finalists) < 2 or FINAL_ROUNDS < 1:
         return timed
-    rounds: dict[int, list[float]] = {i: [timed[i][0]] for i in finalists}
+    rounds: dict[int, list[float]] = {i: [] for i in finalists}
     for _ in range(FINAL_ROUNDS):
         for i in finalists:
             v = timed[i][1]
