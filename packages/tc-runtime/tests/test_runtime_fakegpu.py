@@ -591,6 +591,7 @@ def test_autotune_times_close_configs_again_in_interleaved_rounds(
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
     monkeypatch.setattr(autotune, "_MIN_REPS", 7)
     monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    monkeypatch.setattr(autotune, "FINAL_MAX_REPS", 9)  # (the rounds' longer windows)
     fake.block_time = {64: 1.00, 128: 1.02, 256: 3.0}
     launch = fake.launch
     count = itertools.count()
@@ -610,7 +611,7 @@ def test_autotune_times_close_configs_again_in_interleaved_rounds(
     err = capsys.readouterr().err
     # the first pass had num_warps=2 at 1.05 ms against 1.02: both are finalists, 8 warps not
     assert err.count(f"over {autotune.FINAL_ROUNDS} interleaved rounds") == 2 and "num_warps=8" in err
-    assert fake.launches == 3 * (1 + 3 + 7) + 2 * autotune.FINAL_ROUNDS * (1 + 3 + 7) + 1
+    assert fake.launches == 3 * (1 + 3 + 7) + 2 * autotune.FINAL_ROUNDS * (1 + 3 + 9) + 1
     # without the rounds the first pass decides (the configuration the drift favoured)
     monkeypatch.setattr(autotune, "FINAL_ROUNDS", 0)
     count = itertools.count()

@@ -49,6 +49,12 @@ _FLUSH_BYTES = 256 * 1024 * 1024
 FINAL_MARGIN = 0.25
 FINALISTS = 4
 FINAL_ROUNDS = 3
+#: A finalist's window per round (ms) and its bound on timed launches: as long as a benchmark's
+#: (tools/bench_rounds.py), since a GPU kept busy for 100 ms settles at other clocks than in
+#: 20 ms, and the ranking of close configurations followed (H100, 8192^3: with 20 ms windows the
+#: tuner preferred a tile that interleaved 100 ms benchmarks put 2-5% behind).
+FINAL_MEASURE_MS = 100.0
+FINAL_MAX_REPS = 1000
 _flush: dict[int, driver.DeviceBuffer | None] = {}
 
 
@@ -165,7 +171,8 @@ def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant]
         for i in finalists:
             v = timed[i][1]
             backup.restore(stream)
-            rounds[i].append(median_ms(functools.partial(launch, v), device, stream))
+            rounds[i].append(median_ms(functools.partial(launch, v), device, stream,
+                                       FINAL_MEASURE_MS, FINAL_MAX_REPS))
     out = list(timed)
     for i, times in rounds.items():
         out[i] = (float(statistics.median(times)), timed[i][1])
@@ -217,8 +224,10 @@ def _flush_buffer(device: driver.Device) -> driver.DeviceBuffer | None:
     return _flush[device.index]
 
 
-def median_ms(launch: Callable[[], None], device: driver.Device, stream: int) -> float:
-    """Median time of `launch` in milliseconds, by CUDA events on `stream`, L2 flushed first."""
+def median_ms(launch: Callable[[], None], device: driver.Device, stream: int,
+              measure_ms: float | None = None, max_reps: int | None = None) -> float:
+    """Median time of `launch` in milliseconds, by CUDA events on `stream`, L2 flushed first;
+    about `measure_ms` of timed launches (default _MEASURE_MS), at most `max_reps` of them."""
     launch()
     start, end = driver.Event(), driver.Event()
     start.record(stream)
@@ -227,7 +236,8 @@ def median_ms(launch: Callable[[], None], device: driver.Device, stream: int) ->
     end.record(stream)
     end.synchronize()
     estimate = max(start.elapsed_ms(end) / 3, 1e-4)
-    n = min(max(int(_MEASURE_MS / estimate), _MIN_REPS), _MAX_REPS)
+    window = _MEASURE_MS if measure_ms is None else measure_ms
+    n = min(max(int(window / estimate), _MIN_REPS), _MAX_REPS if max_reps is None else max_reps)
     flush = _flush_buffer(device)
     events = [(driver.Event(), driver.Event()) for _ in range(n)]
     for s, e in events:
