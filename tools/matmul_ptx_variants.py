@@ -1,0 +1,176 @@
+"""Hand-edited PTX of the persistent bulk-store tutorial matmul (128x256x64, 8 warps): experiments
+that ask what the 4096^3 kernel is bound by, timed in interleaved rounds with cuBLAS on the GPU.
+Measure-only; nothing here is a compiler feature.
+
+    PYTHONPATH=<packages/*/src> python3 tools/matmul_ptx_variants.py [--sizes 4096,8192]
+        [--stages 3,4] [--variants halfB,noA,nostore,nowait,cluster,multicast] [--rounds 7]
+
+Timing-only variants (their results are wrong on purpose and are not checked):
+  halfB    2 of the 4 panels of B not loaded (the `full` barrier expects 16 KiB less)
+  noA      A not loaded (16 KiB less)
+  nostore  the epilogue's bulk copies to global memory removed
+  nowait   the two-buffer epilogue's wait for a buffer's previous copy removed (4 stages)
+Correct variants (checked against torch first):
+  cluster    clusters of 2 CTAs (ranks 2c, 2c+1 take tiles of the same pid_n under the tutorial's
+             group size 8): each consumer warp also arrives on the peer's `empty` mbarrier
+             (mapa + mbarrier.arrive.shared::cluster, CUTLASS's way: no cluster barrier per step)
+  multicast  the same, and each CTA loads half of B's panels into both (.multicast::cluster)
+
+A rank-1 CTA's shared addresses carry bit 24 (its window in the cluster's shared space), so the
+edits mask a wgmma descriptor's start address to its 14 bits (the compiler does not: it never
+launches clusters). H100, 2026-11-25 (3 stages): halfB 1.13-1.14x and noA 1.08-1.12x the
+unedited kernel's speed, cluster and multicast 0.99-1.02x (BENCHMARKS.md, tenth session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
+                  r"(\[%r\d+\]), \[(%rd\d+), (\{%r\d+, %r\d+\})\], (\[%r\d+\]);")
+STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group")
+TIMING_ONLY = ("halfB", "noA", "nostore", "nowait")
+CORRECT = ("cluster", "multicast")
+STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
+
+
+def _maps(lines: list[str]) -> tuple[str, list[int], list[int]]:
+    """(B's map, the line numbers of A's copies, of B's copies): B is the map with most copies."""
+    loads = [(i, m.group(2)) for i, line in enumerate(lines) if (m := LOAD.match(line))]
+    names = [name for _, name in loads]
+    bmap = max(set(names), key=names.count)
+    return bmap, [i for i, n in loads if n != bmap], [i for i, n in loads if n == bmap]
+
+
+def timing_variant(ptx: str, variant: str) -> str:
+    lines = ptx.splitlines()
+    _, a_lines, b_lines = _maps(lines)
+    less = 0
+    if variant == "halfB":
+        drop, less = set(b_lines[2:]), 16384
+    elif variant == "noA":
+        drop, less = set(a_lines), 16384
+    elif variant == "nostore":
+        drop = {i for i, line in enumerate(lines) if STORE.match(line)}
+    elif variant == "nowait":
+        drop = {i for i, line in enumerate(lines) if "cp.async.bulk.wait_group.read 1" in line}
+    else:
+        raise ValueError(variant)
+    if not drop:
+        raise ValueError(f"{variant}: nothing to edit in this kernel")
+    out = [line.replace(str(STEP_BYTES), str(STEP_BYTES - less)) if less and "expect_tx" in line else line
+           for i, line in enumerate(lines) if i not in drop]
+    return "\n".join(out) + "\n"
+
+
+def cluster_variant(ptx: str, multicast: bool) -> str:
+    lines = ptx.splitlines()
+    bmap, _, _ = _maps(lines)
+    out: list[str] = []
+    cta_barriers = panels = 0
+    cluster_barrier = "\tbarrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;"
+    for line in lines:
+        s = line.strip()
+        if s.startswith(".minnctapersm"):
+            out += [line, ".reqnctapercluster 2, 1, 1"]
+        elif s.startswith(".reg .b64"):
+            out += [line, "\t.reg .pred %tcq<2>;\n\t.reg .b32 %tcrank, %tcpeer;\n\t.reg .b16 %tcmask;"]
+        elif s.startswith("mov.u32") and "%tid.x" in s:
+            out += [line, "\tmov.u32 %tcrank, %cluster_ctarank;\n\txor.b32 %tcpeer, %tcrank, 1;\n"
+                    "\tsetp.eq.u32 %tcq0, %tcrank, 0;\n\tsetp.eq.u32 %tcq1, %tcrank, 1;\n\tmov.b16 %tcmask, 3;"]
+        elif m := re.match(r"@(%p\d+) mbarrier\.init\.shared::cta\.b64 (\[%r\d+\]), 8;", s):
+            out.append(f"\t@{m.group(1)} mbarrier.init.shared::cta.b64 {m.group(2)}, 16;")  # both CTAs' warps
+        elif re.match(r"bar\.sync\s+0;", s) and (cta_barriers := cta_barriers + 1) == 2:
+            out.append(cluster_barrier)  # every CTA's barriers initialized before any remote arrive
+        elif m := re.match(r"@(%p\d+) mbarrier\.arrive\.shared::cta\.b64 _, \[(%r\d+)\];", s):
+            out += [line, f"\t{{ .reg .b32 rr; mapa.shared::cluster.u32 rr, {m.group(2)}, %tcpeer; "
+                          f"@{m.group(1)} mbarrier.arrive.shared::cluster.b64 _, [rr]; }}"]
+        elif "mbarrier.inval" in s:
+            continue  # (the peer may still arrive on them)
+        elif s == "ret;":
+            out += [cluster_barrier, line]  # no CTA leaves while its peer may still arrive
+        elif m := re.match(r"shr\.u32\s+(%r\d+), %r\d+, 4;", s):
+            out += [line, f"\tand.b32 {m.group(1)}, {m.group(1)}, 16383;"]  # descriptor start address
+        elif (m := LOAD.match(line)) and multicast and m.group(2) == bmap:
+            dst, tmap, coords, bar = m.groups()
+            rank = "%tcq0" if panels % 4 < 2 else "%tcq1"
+            panels += 1
+            out.append(f"\t@{rank} cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                       f".multicast::cluster {dst}, [{tmap}, {coords}], {bar}, %tcmask;")
+        else:
+            out.append(line)
+    if cta_barriers < 2 or (multicast and panels != 4):
+        raise ValueError("the kernel's PTX is not shaped as these edits expect")
+    return "\n".join(out) + "\n"
+
+
+def edited(ck: Any, ptx: str) -> Any:
+    """A copy of compiled kernel `ck` with other PTX (loaded from PTX: no cubin)."""
+    keep = ("name", "num_warps", "shared_bytes", "persistent", "signature", "arg_names", "tensor_maps", "registers")
+    return types.SimpleNamespace(**{k: getattr(ck, k) for k in keep}, ptx=ptx, cubin=None)
+
+
+def main() -> None:
+    import torch
+
+    import tma_check
+    from bench_rounds import interleaved
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--stages", default="3")
+    ap.add_argument("--variants", default=",".join(TIMING_ONLY[:3] + CORRECT))
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    kernels: dict[str, tuple[Any, bool]] = {}  # name -> (launchable, checked)
+    for stages in (int(s) for s in args.stages.split(",")):
+        ck = tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, stages), "persistent+store", tma_check.SPEC)
+        kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
+        for v in (v for v in args.variants.split(",") if v):
+            try:
+                ptx = cluster_variant(ck.ptx, v == "multicast") if v in CORRECT else timing_variant(ck.ptx, v)
+                kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, ptx)), v in CORRECT)
+            except ValueError as exc:
+                print(f"s{stages} {v}: {exc}", flush=True)
+    failures = 0
+    for size in (int(x) for x in args.sizes.split(",") if x):
+        a = torch.randn(size, size, device="cuda", dtype=torch.float16)
+        b = torch.randn(size, size, device="cuda", dtype=torch.float16)
+        c = torch.empty(size, size, device="cuda", dtype=torch.float16)
+        ref = torch.matmul(a, b).float()
+        providers: dict[str, Callable[[], object]] = {"cuBLAS": lambda: torch.matmul(a, b)}
+        grid = (size // 128) * (size // 256)
+        for name, (k, checked) in kernels.items():
+            def run(k: Any = k) -> None:
+                k(grid, a.data_ptr(), b.data_ptr(), c.data_ptr(), size, size, size, size, size, size)
+
+            c.zero_()
+            run()
+            torch.cuda.synchronize()
+            if checked:
+                err = (c.float() - ref).abs().max().item()
+                print(f"{size} {name}: max error {err:.3g}", flush=True)
+                if err > 0.5:
+                    failures += 1
+                    continue
+            providers[name] = run
+        ms = interleaved(providers, rounds=args.rounds, rep=100)
+        flops = 2.0 * size ** 3
+        print(f"{size}^3, medians of {args.rounds} interleaved rounds: " + ", ".join(
+            f"{n} {flops / (t * 1e-3) / 1e12:.1f} TFLOPS ({ms['cuBLAS'] / t:.3f}x)" for n, t in ms.items()),
+            flush=True)
+    print("FAILURES", failures)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
