@@ -15,6 +15,8 @@ Correct variants (checked against torch first):
              group size 8): each consumer warp also arrives on the peer's `empty` mbarrier
              (mapa + mbarrier.arrive.shared::cluster, CUTLASS's way: no cluster barrier per step)
   multicast  the same, and each CTA loads half of B's panels into both (.multicast::cluster)
+  deeper     (4 stages) two wgmma groups in flight instead of one: more work queued on the
+             tensor cores when a step's operands arrive late, the same lead for the loads
 
 A rank-1 CTA's shared addresses carry bit 24 (its window in the cluster's shared space), so the
 edits mask a wgmma descriptor's start address to its 14 bits (the compiler does not: it never
@@ -39,7 +41,7 @@ LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mb
                   r"(\[%r\d+\]), \[(%rd\d+), (\{%r\d+, %r\d+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group")
 TIMING_ONLY = ("halfB", "noA", "nostore", "nowait")
-CORRECT = ("cluster", "multicast")
+CORRECT = ("cluster", "multicast", "deeper")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
 
 
@@ -113,6 +115,38 @@ def cluster_variant(ptx: str, multicast: bool) -> str:
     return "\n".join(out) + "\n"
 
 
+def deeper_variant(ptx: str, stages: int) -> str:
+    """Two wgmma groups left in flight instead of one (`wait_group 2`): a consumer releases the
+    slot of the step two back (from the third step of a tile on), and the last two after the
+    tile's final wait. Correct with 4 stages (slot indices modulo a power of two)."""
+    if stages != 4:
+        raise ValueError("deeper: only with 4 stages")
+    lines = ptx.splitlines()
+    loop_wait = [i for i, line in enumerate(lines) if line.strip() == "wgmma.wait_group.sync.aligned 1;"]
+    movs = [m for line in lines if (m := re.match(r"\s*mov\.b32\s+(%r\d+), (%r\d+);$", line))]
+    if len(loop_wait) != 1:
+        raise ValueError("deeper: not one loop wait")
+    w = loop_wait[0]
+    lines[w] = lines[w].replace("aligned 1;", "aligned 2;")
+    setp = next(i for i in range(w, w + 8) if re.match(r"\s*setp\.gt\.s32\s+%p\d+, %r\d+, 0;", lines[i]))
+    lines[setp] = lines[setp].replace(", 0;", ", 64;")  # (KB = 64: the third step on)
+    shl = next(i for i in range(setp, setp + 8) if re.match(r"\s*shl\.b32\s+%r\d+, %r\d+, 3;", lines[i]))
+    dst, prev = re.findall(r"%r\d+", lines[shl])
+    cur = next(m.group(2) for m in movs if m.group(1) == prev)  # the loop's `prev = cur`
+    lines[shl] = f"\tadd.s32 {dst}, {cur}, 2;\n\tand.b32 {dst}, {dst}, 3;\n\tshl.b32 {dst}, {dst}, 3;"
+    final = next(i for i, line in enumerate(lines) if "wgmma.wait_group.sync.aligned 0;" in line)
+    arrive = next(i for i in range(final, final + 12) if "mbarrier.arrive.shared::cta.b64" in lines[i])
+    pred, addr = re.match(r"\s*(@%p\d+) mbarrier\.arrive\.shared::cta\.b64 _, \[(%r\d+)\];", lines[arrive]).groups()  # type: ignore[union-attr]
+    add = next(line for line in lines[final:arrive] if re.match(rf"\s*add\.s32\s+{addr}, ", line))
+    row, offset = re.findall(r"(%r\d+), (\d+);", add)[0]
+    base_add = next(line for line in lines[final:arrive] if re.match(rf"\s*add\.s32\s+{row}, ", line))
+    base = re.findall(r"%r\d+", base_add)[1]
+    slot = re.findall(r"%r\d+", next(line for line in lines[final:arrive] if re.match(r"\s*shl\.b32", line)))[1]
+    lines[arrive] += (f"\n\t{{ .reg .b32 t; add.s32 t, {slot}, 3; and.b32 t, t, 3; shl.b32 t, t, 3; add.s32 t, {base}, t; "
+                      f"add.s32 t, t, {offset}; {pred} mbarrier.arrive.shared::cta.b64 _, [t]; }}")
+    return "\n".join(lines) + "\n"
+
+
 def edited(ck: Any, ptx: str) -> Any:
     """A copy of compiled kernel `ck` with other PTX (loaded from PTX: no cubin)."""
     keep = ("name", "num_warps", "shared_bytes", "persistent", "signature", "arg_names", "tensor_maps", "registers")
@@ -137,7 +171,10 @@ def main() -> None:
         kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
         for v in (v for v in args.variants.split(",") if v):
             try:
-                ptx = cluster_variant(ck.ptx, v == "multicast") if v in CORRECT else timing_variant(ck.ptx, v)
+                if v == "deeper":
+                    ptx = deeper_variant(ck.ptx, stages)
+                else:
+                    ptx = cluster_variant(ck.ptx, v == "multicast") if v in CORRECT else timing_variant(ck.ptx, v)
                 kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, ptx)), v in CORRECT)
             except ValueError as exc:
                 print(f"s{stages} {v}: {exc}", flush=True)
