@@ -49,12 +49,13 @@ _FLUSH_BYTES = 256 * 1024 * 1024
 FINAL_MARGIN = 0.25
 FINALISTS = 4
 FINAL_ROUNDS = 3
-#: A finalist's window per round (ms) and its bound on timed launches: as long as a benchmark's
-#: (tools/bench_rounds.py), since a GPU kept busy for 100 ms settles at other clocks than in
-#: 20 ms, and the ranking of close configurations followed (H100, 8192^3: with 20 ms windows the
-#: tuner preferred a tile that interleaved 100 ms benchmarks put 2-5% behind).
+#: A finalist's window per round (ms of the kernel's own time) and its bound on timed launches:
+#: about a benchmark's (tools/bench_rounds.py), since a GPU kept busy for 100 ms settles at other
+#: clocks than in 20 ms, and the ranking of close configurations followed (H100, 8192^3: with
+#: 20 ms windows the tuner preferred a tile that interleaved 100 ms benchmarks put 2-5% behind).
+#: The bound keeps short kernels cheap to tune: each launch follows an L2 flush of ~0.1 ms.
 FINAL_MEASURE_MS = 100.0
-FINAL_MAX_REPS = 1000
+FINAL_MAX_REPS = 300
 _flush: dict[int, driver.DeviceBuffer | None] = {}
 
 
