@@ -170,11 +170,10 @@ def test_matmul_is_auto_tuned_per_shape(monkeypatch: pytest.MonkeyPatch,
     assert err.count("kernel 'matmul' (M=17, N=70, K=33): using") == 1
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a CUDA device the kernel gets the dtype's configuration list and the key (M, N, K)
-    (checked without a GPU: tc.kernel is recorded, not called)."""
+@pytest.fixture
+def kernel_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of every tc.kernel call tc_torch's library makes (recorded, not
+    called: GPU kernels' configurations checked without a GPU)."""
     calls: list[dict[str, Any]] = []
 
     def fake_kernel(*args: object, **kwargs: Any) -> Any:
@@ -183,25 +182,25 @@ def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
 
     monkeypatch.setattr(library, "_kernels", {})
     monkeypatch.setattr(tc_runtime, "kernel", fake_kernel)  # what library calls
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
+                                              kernel_calls: list[dict[str, Any]]) -> None:
+    """On a CUDA device the kernel gets the dtype's configuration list and the key (M, N, K)
+    (checked without a GPU: tc.kernel is recorded, not called)."""
     mm.kernel_for(dtype, True, False, torch.device("cuda", 0))
-    (kw,) = calls
+    (kw,) = kernel_calls
     assert kw["autotune_key"] == ["M", "N", "K"]
     expected = mm.FMA_CONFIGS if dtype == torch.float32 else mm.TENSOR_CORE_CONFIGS
     assert kw["autotune_configs"] == expected and len(expected) > 1
     assert kw["defines"]["USE_A"] == "^a" and kw["defines"]["USE_B"] == "b"
 
 
-def test_matmul_tf32_kernels_tune_over_the_tf32_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[dict[str, Any]] = []
-
-    def fake_kernel(*args: object, **kwargs: Any) -> Any:
-        calls.append(kwargs)
-        return object()
-
-    monkeypatch.setattr(library, "_kernels", {})
-    monkeypatch.setattr(tc_runtime, "kernel", fake_kernel)
+def test_matmul_tf32_kernels_tune_over_the_tf32_tiles(kernel_calls: list[dict[str, Any]]) -> None:
     mm.kernel_for(torch.float32, False, False, torch.device("cuda", 0), precision="tf32")
-    (kw,) = calls
+    (kw,) = kernel_calls
     assert kw["autotune_configs"] == mm.TF32_CONFIGS and kw["fp32_dot"] == "tf32"
     # every tile fits the shared memory of an sm_90 program (227 KiB) with its stages and the two
     # buffers B (N-contiguous) is restaged K-major into (tc_opt.k_major_operands)
@@ -210,22 +209,14 @@ def test_matmul_tf32_kernels_tune_over_the_tf32_tiles(monkeypatch: pytest.Monkey
         assert (c.num_stages * (mb + nb) + 2 * nb) * kb * 4 <= 227 * 1024 - 1024
 
 
-def test_matmul_one_configuration_keeps_its_schedule_options(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_matmul_one_configuration_keeps_its_schedule_options(kernel_calls: list[dict[str, Any]]) -> None:
     # matmul_out(..., configs=[one]) builds that configuration alone; a persistent bulk-store
     # schedule lives in the config's options, which the single-kernel route used to drop
-    calls: list[dict[str, Any]] = []
-
-    def fake_kernel(*args: object, **kwargs: Any) -> Any:
-        calls.append(kwargs)
-        return object()
-
-    monkeypatch.setattr(library, "_kernels", {})
-    monkeypatch.setattr(tc_runtime, "kernel", fake_kernel)
     persistent = mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT)
     plain = mm._cfg(128, 256, 64, 8, 3)
     mm.kernel_for(torch.float16, False, False, torch.device("cuda", 0), configs=[persistent])
     mm.kernel_for(torch.float16, False, False, torch.device("cuda", 0), configs=[plain])
-    with_options, without = calls
+    with_options, without = kernel_calls
     assert with_options["autotune_configs"] == [persistent]
     assert with_options["autotune_configs"][0].options == {"persistent": True, "tma_store": True,
                                                            "warp_specialize": True}
