@@ -206,7 +206,6 @@ def test_round_trip_of_function_and_name_uniquing() -> None:
         TileType((64, 32), F16, DotOperand(Mma(3, [4, 1], [16, 64, 16]), 0, 2)),
         TileType((256, 128), F32, Mma(3, [8, 1], [64, 256, 8], transposed=True)),
         TileType((64, 32), F16, Shared(8, 1, 8, [1, 0])),
-        TileType((2, 32, 128), F32, Shared(4, 1, 8, [1, 2, 0], k_interleave=True)),
         TileType((8, 16), F32, Slice(Slice(Blocked([1, 1, 4], [1, 4, 8], [1, 2, 2], [2, 1, 0]), 0), 0)),
     ],
 )

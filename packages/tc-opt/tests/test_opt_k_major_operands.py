@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from tc_ir import ops as O
-from tc_ir.layouts import Blocked, Mma, Shared, interleaved_position
+from tc_ir.layouts import Blocked, Mma, Shared
 from tc_ir.types import F32, TileType
 from tc_opt import CompileOptions
 from tc_opt.dot_layouts import shared_layout
-from tc_opt.k_major_operands import INTERLEAVED_RUN, k_major_order, restaging_layout, transposing_copy_layout
+from tc_opt.k_major_operands import k_major_order, restaging_layout, transposing_copy_layout
 from tc_opt.pipeline import gpu_pipeline
 
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
@@ -155,17 +155,12 @@ def test_tf32_dot_runs_on_wgmma_with_k_major_buffers() -> None:
         ptr_layout = _layout(op.operands[0])
         assert isinstance(ptr_layout, Blocked) and 4 in ptr_layout.size_per_thread
     # in the loop: B read from its slot into the restaging layout, stored into the pair's buffer
-    # of this iteration, which the dot reads; A read where it lies (its slot, M-contiguous), so
-    # B's buffers store K interleaved (8 K per thread: two 16-byte stores)
+    # of this iteration, which the dot reads; A read where it lies (its slot, M-contiguous)
     (store,) = _ops(m, O.LocalStoreOp)
     regs, view = store.operands
-    assert _layout(regs) == restaging_layout((32, 128), 1, 0, 8, INTERLEAVED_RUN)
+    assert _layout(regs) == restaging_layout((32, 128), 1, 0, 8)
     assert isinstance(regs, O.OpResult) and isinstance(regs.op, O.LocalLoadOp)
     assert isinstance(view, O.OpResult) and isinstance(view.op, O.LocalSubviewOp)
-    pair = view.op.operands[0].type
-    assert isinstance(pair, TileType) and isinstance(pair.layout, Shared) and pair.layout.k_interleave
-    b_view = _layout(view)
-    assert isinstance(b_view, Shared) and b_view.k_interleave and "kperm=1" in str(b_view)
     (dot,) = _ops(m, O.DotOp)
     b = dot.operands[1]
     assert isinstance(b, O.OpResult) and b.op.operands[0] is view
@@ -173,38 +168,6 @@ def test_tf32_dot_runs_on_wgmma_with_k_major_buffers() -> None:
     assert isinstance(a, O.OpResult) and isinstance(a.op, O.LocalLoadOp)
     a_view = a.op.operands[0].type
     assert isinstance(a_view, TileType) and isinstance(a_view.layout, Shared) and a_view.layout.order[0] == 0
-    assert not a_view.layout.k_interleave
-
-
-def _fragment_lanes(warp: int, kk: int, dk: int, dr: int, interleaved: bool) -> list[tuple[int, int]]:
-    """The (m, k) of A that each lane of `warp` reads into one fragment register of a tf32
-    m64nNk8 wgmma with A in registers (tc_nvptx.lower_wgmma.lower_wgmma_register_a): rows 16 *
-    warp + lane / 4 (+ dr), K column lane % 4 (+ dk) of the step at kk, or 2 (lane % 4) (+ 1)
-    when B's K is interleaved."""
-    return [(16 * warp + lane // 4 + dr, kk + (2 * (lane % 4) + dk // 4 if interleaved else lane % 4 + dk))
-            for lane in range(32)]
-
-
-def test_register_a_fragment_reads_are_conflict_free_with_interleaved_k() -> None:
-    # A [M, K] M-contiguous in its 128-byte-swizzled slot: K rows k and k + 1 (k even) hold their
-    # 8 consecutive M in the same two 16-byte chunks, so lanes reading K columns t = 0..3 conflict
-    # in pairs; K columns 2t (then 2t + 1) fall in four distinct chunk pairs
-    sh = shared_layout((128, 32), (0, 1), F32, swizzle=True)
-    assert sh.max_phase == 8 and sh.vec == 4
-    for warp in range(8):
-        for kk in range(0, 32, 8):
-            for dk, dr in ((0, 0), (0, 8), (4, 0), (4, 8)):
-                assert _conflicts(sh, (128, 32), _fragment_lanes(warp, kk, dk, dr, False)) == 2
-                assert _conflicts(sh, (128, 32), _fragment_lanes(warp, kk, dk, dr, True)) == 1
-
-
-def test_interleaved_position_keeps_the_product() -> None:
-    # the fragment's column j (0..7) reads K 2j (j < 4) or 2(j - 4) + 1, and the buffer holds at
-    # position j the K stored there: the same K for both operands, each K once
-    for j in range(8):
-        k = 2 * j if j < 4 else 2 * (j - 4) + 1
-        assert interleaved_position(k) == j
-    assert sorted(interleaved_position(c) for c in range(16)) == list(range(16))
 
 
 def test_tf32_without_pipelining_copies_transposed() -> None:

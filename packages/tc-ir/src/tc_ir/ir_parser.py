@@ -180,8 +180,7 @@ class _Parser:
                 return DotOperand(fields.pop("parent"), fields.pop("idx"), fields.pop("k_width"))
             if kind == "shared":
                 return Shared(
-                    fields.pop("vec"), fields.pop("per_phase"), fields.pop("max_phase"), fields.pop("order"),
-                    bool(fields.pop("kperm", 0)),
+                    fields.pop("vec"), fields.pop("per_phase"), fields.pop("max_phase"), fields.pop("order")
                 )
         except KeyError as e:
             raise self.error(f"layout #{kind} lacks the field {e.args[0]!r}", start) from None

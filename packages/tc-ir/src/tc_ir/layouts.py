@@ -92,30 +92,16 @@ class DotOperand:
 
 @attrs.frozen
 class Shared:
-    """A shared-memory tile, XOR-swizzled: `vec` elements per access, rows per phase, phases.
-
-    `k_interleave`: along order[0], each run of 8 elements is stored evens first, then odds
-    (element c at position c - c % 8 + (c % 2) * 4 + c % 8 // 2; printed `kperm=1`). A tf32
-    wgmma B operand is restaged so when its A is read into registers (tc_opt.k_major_operands):
-    the A fragment then reads K columns 2t and 2t + 1 where it would read t and t + 4 (the same
-    permutation of K for both operands, so the same product), which keeps those reads of A's
-    M-major, 128-byte-swizzled tile free of bank conflicts."""
+    """A shared-memory tile, XOR-swizzled: `vec` elements per access, rows per phase, phases."""
 
     vec: int
     per_phase: int
     max_phase: int
     order: tuple[int, ...] = attrs.field(converter=_tuple)
-    k_interleave: bool = False
 
     def __str__(self) -> str:
         o = ", ".join(str(x) for x in self.order)
-        k = ", kperm=1" if self.k_interleave else ""
-        return f"#shared<vec={self.vec}, per_phase={self.per_phase}, max_phase={self.max_phase}, order=[{o}]{k}>"
-
-
-def interleaved_position(c: int) -> int:
-    """Where element `c` (along order[0]) of a `Shared(k_interleave=True)` tile is stored."""
-    return c - c % 8 + (c % 2) * 4 + c % 8 // 2
+        return f"#shared<vec={self.vec}, per_phase={self.per_phase}, max_phase={self.max_phase}, order=[{o}]>"
 
 
 Layout = Union[Blocked, Slice, Mma, DotOperand, Shared]

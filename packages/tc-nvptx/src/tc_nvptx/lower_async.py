@@ -67,20 +67,6 @@ def store_vec(m: ThreadMap, lay: Shared, elem: ScalarType) -> int:
     return _pow2_floor(max(1, min(run, limit, max(1, 128 // max(8, bits_of(elem))))))
 
 
-def _interleaved_chunks(m: ThreadMap, lay: Shared) -> list[list[Key]] | None:
-    """For a `k_interleave` tile: the thread's keys as vectors of 4 stored together (the evens,
-    then the odds, of each run of 8 it holds along the fast dimension), or None when it does not
-    hold whole aligned runs of 8 there (its elements are then stored one by one)."""
-    if not m.dims or m.order[0] != lay.order[0]:
-        return None
-    f = m.order[0]
-    d = m.dims[f]
-    if d.mode not in ("wrap", "tile") or d.spt % 8:
-        return None
-    return [[key[:f] + (key[f] + i,) + key[f + 1:] for i in range(first, 8, 2)]
-            for key in m.keys if key[f] % 8 == 0 for first in (0, 1)]
-
-
 def store_tile(ctx: Ctx, view: SharedView, src: TileVal) -> None:
     elem = src.element
     assert isinstance(elem, ScalarType)
@@ -88,12 +74,7 @@ def store_tile(ctx: Ctx, view: SharedView, src: TileVal) -> None:
     mt = memory_type(elem)
     vec = store_vec(src.map, view.layout, elem)
     eb = max(1, bits_of(elem) // 8)
-    groups = chunks(src.map, vec)
-    if view.layout.k_interleave:  # (consecutive elements are not adjacent there)
-        pairs = _interleaved_chunks(src.map, view.layout) if 4 * eb <= 16 else None
-        vec = 4 if pairs is not None else 1
-        groups = pairs if pairs is not None else chunks(src.map, 1)
-    for keys in groups:
+    for keys in chunks(src.map, vec):
         vals = [src.vals[k] for k in keys]
         if elem.name == "i1":
             vals = [b.zext(v, I8) for v in vals]

@@ -26,11 +26,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import llvmlite.ir as ir
-from tc_ir.layouts import Mma
+from tc_ir.layouts import Mma, Shared
 from tc_ir.ops import DotOp, DotWaitOp, OpResult
 from tc_ir.types import ScalarType
 from tc_opt.dot_layouts import is_wgmma_dot
-from tc_opt.k_major_operands import a_in_registers
 
 from .context import Ctx, TileVal, lowering_error
 from .llvm_types import F32, I32
@@ -145,8 +144,6 @@ def lower_wgmma(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal
     opa, opb = Operand(a, 1, "A"), Operand(bv, 0, "B")
     if kind == "tf32" and not (opa.k_major and opb.k_major):
         raise lowering_error("internal error: a tf32 wgmma operand is not K-major in shared memory", op.loc)
-    if a.layout.k_interleave or bv.layout.k_interleave:  # (only the register-A path reads it)
-        raise lowering_error("internal error: a K-interleaved operand of a wgmma with A in shared memory", op.loc)
     group_row = b.mul(ctx.warp_part(4, num_warps // 4), ir.Constant(I32, 64))  # the warpgroup's rows
     # the register order of m64nNk16's accumulator: per 8 columns c of the instruction's N, rows
     # r and r + 8 of the warp's 16, columns c + 2 * (lane % 4) + (0, 1) (the thread map's keys)
@@ -201,8 +198,12 @@ def uses_register_a(op: DotOp) -> bool:
         return False
     if lay.transposed:
         return True
-    e = getattr(op.operands[0].type, "element", None)
-    return isinstance(e, ScalarType) and e.bits == 32 and a_in_registers(op)
+    a = op.operands[0]
+    e = getattr(a.type, "element", None)
+    if not (isinstance(e, ScalarType) and e.bits == 32 and isinstance(a, OpResult)):
+        return False
+    shared = getattr(a.op.operands[0].type, "layout", None) if a.op.operands else None
+    return isinstance(shared, Shared) and shared.order[0] != 1
 
 
 def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal,
@@ -243,19 +244,12 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
                  for rep in range(m // cover)}
     if not desc.k_major:
         raise lowering_error("internal error: the shared operand of a register-operand tf32 wgmma is not K-major", op.loc)
-    # B restaged with K interleaved (Shared.k_interleave): the fragment's K columns t and t + 4
-    # are read from 2t and 2t + 1, the same permutation of K as B's
-    interleaved = desc.view.layout.k_interleave
-    if interleaved and lay.transposed:
-        raise lowering_error("internal error: a K-interleaved operand of a transposed tf32 wgmma", op.loc)
     vals = dict(acc.vals)
     missing = [k for ks in order.values() for k in ks if k not in vals]
     if missing or rows % cover:
         raise lowering_error(f"internal error: the wgmma accumulator ({m}x{n}, {lay}) lacks {missing[:4]}", op.loc)
     row = b.add(b.mul(ctx.warp_part(1, num_warps), ir.Constant(I32, 16)), ctx.lane_part(4, 8))
     col = ctx.lane_part(1, 4)
-    if interleaved:
-        col = b.shl(col, ir.Constant(I32, 1))
     one = ir.Constant(I32, 1)
     first = b.zext(use_acc, I32) if use_acc is not None else one
     text = _register_a_text(width)
@@ -269,7 +263,7 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
             base = b.add(row, ir.Constant(I32, rep * cover)) if rep else row
             regs = []
             for dk, dr in ((0, 0), (0, 8), (4, 0), (4, 8)):
-                k_at = b.add(col, ir.Constant(I32, kk + (dk // 4 if interleaved else dk)))
+                k_at = b.add(col, ir.Constant(I32, kk + dk))
                 r_at = b.add(base, ir.Constant(I32, dr)) if dr else base
                 v = b.load(src.address(ctx, coords(r_at, k_at)), typ=F32)
                 regs.append(b.bitcast(v, I32))

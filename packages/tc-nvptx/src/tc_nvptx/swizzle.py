@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import attrs
 import llvmlite.ir as ir
-from tc_ir.layouts import Shared, interleaved_position
+from tc_ir.layouts import Shared
 from tc_ir.types import TileType
 
 from .context import Ctx, SharedTile
@@ -90,7 +90,7 @@ class SharedView(SharedTile):
         off = b.mul(index, ir.Constant(I32, self.strides[0]))
         ptr = b.gep(self.ptr, [off], inbounds=True, source_etype=memory_type(self.element))
         order = tuple(d - 1 for d in self.layout.order if d != 0)
-        lay = attrs.evolve(self.layout, order=order)
+        lay = Shared(self.layout.vec, self.layout.per_phase, self.layout.max_phase, order)
         return SharedView(ptr, self.shape[1:], self.element, self.strides[1:], lay, self.panel, self.panel_stride)
 
     def permute(self, perm: Sequence[int], layout: Shared) -> SharedView:
@@ -98,16 +98,6 @@ class SharedView(SharedTile):
             self.ptr, tuple(self.shape[p] for p in perm), self.element, tuple(self.strides[p] for p in perm), layout,
             self.panel, self.panel_stride,
         )
-
-    @staticmethod
-    def _interleaved(ctx: Ctx, c: ir.Value | int) -> ir.Value | int:
-        """`interleaved_position(c)`: c - c % 8 + (c % 2) * 4 + c % 8 // 2."""
-        if isinstance(c, int):
-            return interleaved_position(c)
-        b = ctx.b
-        odd = b.shl(b.and_(c, ir.Constant(I32, 1)), ir.Constant(I32, 2))
-        half = b.and_(b.lshr(c, ir.Constant(I32, 1)), ir.Constant(I32, 3))
-        return b.or_(b.and_(c, ir.Constant(I32, ~7)), b.or_(odd, half))
 
     def offset(self, ctx: Ctx, coords: Sequence[ir.Value | int]) -> ir.Value:
         """The element offset (i32) of `coords` from `ptr`, swizzle applied."""
@@ -118,9 +108,6 @@ class SharedView(SharedTile):
 
         total: ir.Value | int = 0
         fast = self.layout.order[0]
-        if self.layout.k_interleave:  # (see Shared: evens, then odds, in each run of 8)
-            coords = list(coords)
-            coords[fast] = self._interleaved(ctx, coords[fast])
         for d, (c, s) in enumerate(zip(coords, self.strides)):
             if d == fast and self.swizzled:
                 continue

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-import attrs
-
 from tc_ir.layouts import Blocked, Layout, Shared
 from tc_ir.ops import (
     BinaryOp,
@@ -108,23 +106,20 @@ def transposing_copy_layout(shape: tuple[int, ...], fast: int, kdim: int, num_wa
 #: Shared memory left free for what else a pipelined loop keeps (its mbarriers, a reduction's
 #: scratch) when restaged buffers are sized against the limit.
 SHARED_MARGIN = 1024
-#: Consecutive K elements each thread holds while restaging (one 16-byte store, K-major), and
-#: into a K-interleaved buffer (two 16-byte stores: the evens, the odds; Shared.k_interleave).
+#: Consecutive K elements each thread holds while restaging (one 16-byte store, K-major).
 RESTAGE_RUN = 4
-INTERLEAVED_RUN = 8
 
 
-def restaging_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: int,
-                     run: int = RESTAGE_RUN) -> Blocked:
-    """The registers between an MN-major slot and the K-major buffer of a restaged operand: `run`
-    consecutive K per thread (16-byte stores into a K-major row), a warp's 32 lanes along `fast`
-    (each scalar read of the slot one conflict-free 128-byte row), warps along K first."""
+def restaging_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: int) -> Blocked:
+    """The registers between an MN-major slot and the K-major buffer of a restaged operand: 4
+    consecutive K per thread (one 16-byte store into a K-major row), a warp's 32 lanes along
+    `fast` (each scalar read of the slot one conflict-free 128-byte row), warps along K first."""
     spt = [1, 1]
-    spt[kdim] = run
+    spt[kdim] = RESTAGE_RUN
     tpw = [1, 1]
     tpw[fast] = 32
     wpc = [1, 1]
-    wpc[kdim] = max(1, min(num_warps, shape[kdim] // run))
+    wpc[kdim] = max(1, min(num_warps, shape[kdim] // RESTAGE_RUN))
     wpc[fast] = num_warps // wpc[kdim]
     return Blocked(spt, tpw, wpc, (kdim, fast))
 
@@ -132,16 +127,6 @@ def restaging_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: in
 def _tile_bytes(v: Value) -> int:
     t = v.type
     return t.numel * t.element.bytes if isinstance(t, TileType) and isinstance(t.element, ScalarType) else 0
-
-
-def a_in_registers(dot: DotOp) -> bool:
-    """Whether the staged A operand of tf32 wgmma `dot` is M-contiguous in shared memory, so that
-    wgmma reads it from registers (tc_nvptx.lower_wgmma.uses_register_a)."""
-    a = dot.operands[0]
-    if not (isinstance(a, OpResult) and isinstance(a.op, LocalLoadOp)):
-        return False
-    lay = getattr(a.op.operands[0].type, "layout", None)
-    return isinstance(lay, Shared) and lay.order[0] != 1
 
 
 def register_a_operand(index: int) -> bool:
@@ -251,7 +236,7 @@ def k_major_anchors(
                     yield v, lay
 
 
-def restage(dot: DotOp, load: LoadOp, src: Value, kdim: int, num_warps: int, interleave: bool = False) -> Value:
+def restage(dot: DotOp, load: LoadOp, src: Value, kdim: int, num_warps: int) -> Value:
     """Stage the tile `src` (the result of `load`, MN-major) for operand of `dot` through a buffer
     in its own order (16-byte copies, or TMA, into the pipeline's slots) and restage it K-major
     in the loop: read into registers (`restaging_layout`), stored into one of two K-major buffers
@@ -260,8 +245,6 @@ def restage(dot: DotOp, load: LoadOp, src: Value, kdim: int, num_warps: int, int
     iteration i - 2 is complete in every warpgroup: a loop keeps at most one wgmma batch in flight
     past its wait, and a barrier follows each warpgroup's wait before the next store: the one after
     `dot_wait(1)` with several warpgroups, or the store's own in the previous iteration.)
-    `interleave`: the buffers store K interleaved (Shared.k_interleave; for B when A is read into
-    registers, whose fragment reads then avoid bank conflicts).
     Returns the K-major view (in `src`'s dimensions) for the dot to read."""
     t = src.type
     assert isinstance(t, TileType) and isinstance(t.layout, Blocked)
@@ -284,12 +267,11 @@ def restage(dot: DotOp, load: LoadOp, src: Value, kdim: int, num_warps: int, int
 
     slot_t = TileType(t.shape, t.element, shared_layout(t.shape, (fast, kdim), t.element, True))
     slot = emit(LocalAllocOp.create([src], [slot_t], loc=load.loc)).result
-    interleave = interleave and t.shape[kdim] % INTERLEAVED_RUN == 0
-    run = INTERLEAVED_RUN if interleave else RESTAGE_RUN
-    regs_t = TileType(t.shape, t.element, restaging_layout(t.shape, fast, kdim, num_warps, run))
+    regs_t = TileType(t.shape, t.element, restaging_layout(t.shape, fast, kdim, num_warps))
     regs = emit(LocalLoadOp.create([slot], [regs_t], loc=dot.loc)).result
-    k_major = attrs.evolve(shared_layout(t.shape, (kdim, fast), t.element, True), k_interleave=interleave)
-    pair_t = TileType((2, *t.shape), t.element, attrs.evolve(k_major, order=(kdim + 1, fast + 1, 0)))
+    k_major = shared_layout(t.shape, (kdim, fast), t.element, True)
+    pair_t = TileType((2, *t.shape), t.element,
+                      Shared(k_major.vec, k_major.per_phase, k_major.max_phase, (kdim + 1, fast + 1, 0)))
     pair = LocalAllocOp.create([], [pair_t], loc=dot.loc)
     outer.insert(outer.ops.index(loop), pair)
     # the buffer of this iteration: ((iv - lb) / step) % 2

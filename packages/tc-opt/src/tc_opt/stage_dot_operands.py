@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import attrs
-
-from tc_ir.layouts import DotOperand, Mma, Shared
+from tc_ir.layouts import DotOperand, Mma
 from tc_ir.ops import (
     Block,
     ConvertLayoutOp,
@@ -33,8 +31,7 @@ from tc_ir.ops import (
 from tc_ir.types import TileType
 
 from .dot_layouts import is_wgmma_dot, register_order, shared_layout
-from .k_major_operands import (a_in_registers, k_major_order, needs_k_major, register_a_operand, restage,
-                               restaged_operands)
+from .k_major_operands import k_major_order, needs_k_major, register_a_operand, restage, restaged_operands
 from .ir_utils import uses
 from .pass_manager import Pass
 
@@ -73,8 +70,8 @@ def stage_operand(dot: DotOp, index: int, num_warps: int = 4, restaged: Mapping[
     if is_wgmma_dot(dot) and needs_k_major(st.element) and not in_order:  # tf32: K-major, restaged or copied transposed
         order = k_major_order(index, perm)
         load = restaged.get(index)
-        if load is not None:  # (A, staged first, decides whether B's K is interleaved)
-            view = restage(dot, load, src, order[0], num_warps, interleave=index == 1 and a_in_registers(dot))
+        if load is not None:
+            view = restage(dot, load, src, order[0], num_warps)
     if load is None:
         alloc = LocalAllocOp.create(
             [src], [TileType(st.shape, st.element, shared_layout(st.shape, order, st.element, swizzle))], loc=dot.loc
@@ -83,10 +80,10 @@ def stage_operand(dot: DotOp, index: int, num_warps: int = 4, restaged: Mapping[
         view = alloc.result
     if perm is not None:
         at = view.type
-        assert isinstance(at, TileType) and isinstance(at.layout, Shared)
+        assert isinstance(at, TileType) and at.layout is not None
         lay = at.layout
-        new_order = tuple(perm.index(d) for d in lay.order)
-        vt = TileType(tuple(st.shape[p] for p in perm), st.element, attrs.evolve(lay, order=new_order))
+        new_order = tuple(perm.index(d) for d in lay.order)  # type: ignore[union-attr]
+        vt = TileType(tuple(st.shape[p] for p in perm), st.element, type(lay)(lay.vec, lay.per_phase, lay.max_phase, new_order))  # type: ignore[union-attr, call-arg, arg-type]
         tr = LocalTransOp.create([view], [vt], {"perm": perm}, loc=dot.loc)
         _insert_before(dot, tr)
         view = tr.result
