@@ -121,6 +121,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
         _say(f"{label}: no configuration compiles")
         raise errors[0]
     timed: list[tuple[float, Variant]] = []
+    finals: list[tuple[float, Variant]] = []
     if len(candidates) == 1:
         timed.append((0.0, candidates[0]))
     else:
@@ -128,57 +129,58 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
         assert dev is not None
         backup = Backup(dev, [int(args[i]) for i in kernel.signature.pointer_indices],  # type: ignore[call-overload]
                         stream)
+
+        def run(v: Variant) -> None:
+            kernel.launch_variant(v, args, grid, stream)
+
         try:
             for v in candidates:
                 backup.restore(stream)
                 try:
-                    ms = median_ms(lambda: kernel.launch_variant(v, args, grid, stream), dev,
-                                   stream)
+                    ms = median_ms(functools.partial(run, v), dev, stream)
                 except TcLaunchError as exc:
                     errors.append(exc)
                     _say(f"{label}: skipped {v.config}: {_reason(exc)}")
                     continue
                 timed.append((ms, v))
                 _say(f"{label}: {v.config}: {ms * 1000:.1f} us")
-            if len(timed) > 1:
-                timed = _final_rounds(timed, lambda v: kernel.launch_variant(v, args, grid, stream),
-                                      backup, dev, stream, label)
+            finals = _final_rounds(timed, run, backup, dev, stream, label)
             backup.restore(stream)
         finally:
             backup.free()
         if not timed:
             raise errors[0]
-    ms, best = min(timed, key=lambda t: t[0])
+    # (once finalists were re-timed, only they compete: the others' times are the first pass's)
+    ms, best = min(finals or timed, key=lambda t: t[0])
     _say(f"{label}: chose {best.config}" + (f" ({ms * 1000:.1f} us)" if ms else ""))
     if cache is not None:
-        cache.put_record(record_key, {"index": best.index, "config": repr(best.config),
-                                      "times_ms": {repr(v.config): t for t, v in timed}})
+        times = {repr(v.config): t for t, v in [*timed, *finals]}
+        cache.put_record(record_key, {"index": best.index, "config": repr(best.config), "times_ms": times})
     return best
 
 
 def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant], None],
                   backup: Backup, device: driver.Device, stream: int,
                   label: str) -> list[tuple[float, Variant]]:
-    """`timed` with the finalists' times replaced by the median of FINAL_ROUNDS more
-    measurements, the finalists taking turns in each round (see the module docstring). The first
-    pass only chooses the finalists: its order is what biased it."""
+    """The finalists of the first pass `timed`, each with the median of FINAL_ROUNDS more
+    measurements, the finalists taking turns in each round (see the module docstring); [] when
+    fewer than two qualify. The first pass only chooses the finalists: its order is what biased
+    it."""
+    if not timed:
+        return []
     fastest = min(t for t, _ in timed)
-    ranked = sorted(range(len(timed)), key=lambda i: timed[i][0])
-    finalists = [i for i in ranked if timed[i][0] <= fastest * (1 + FINAL_MARGIN)][:FINALISTS]
+    finalists = [v for t, v in sorted(timed, key=lambda tv: tv[0]) if t <= fastest * (1 + FINAL_MARGIN)][:FINALISTS]
     if len(finalists) < 2 or FINAL_ROUNDS < 1:
-        return timed
-    rounds: dict[int, list[float]] = {i: [] for i in finalists}
+        return []
+    rounds: dict[int, list[float]] = {v.index: [] for v in finalists}
     for _ in range(FINAL_ROUNDS):
-        for i in finalists:
-            v = timed[i][1]
+        for v in finalists:
             backup.restore(stream)
-            rounds[i].append(median_ms(functools.partial(launch, v), device, stream,
-                                       FINAL_MEASURE_MS, FINAL_MAX_REPS))
-    out = list(timed)
-    for i, times in rounds.items():
-        out[i] = (float(statistics.median(times)), timed[i][1])
-        _say(f"{label}: {timed[i][1].config}: {out[i][0] * 1000:.1f} us over "
-             f"{len(times)} interleaved rounds")
+            rounds[v.index].append(median_ms(functools.partial(launch, v), device, stream,
+                                             FINAL_MEASURE_MS, FINAL_MAX_REPS))
+    out = [(float(statistics.median(rounds[v.index])), v) for v in finalists]
+    for ms, v in out:
+        _say(f"{label}: {v.config}: {ms * 1000:.1f} us over {FINAL_ROUNDS} interleaved rounds")
     return out
 
 
