@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,30 @@ def test_matmul_fma(name: str, defines: dict[str, object], arch: str) -> None:
     # fp32 dot runs on FMA units; fp16 dot on tensor cores (mma.sync, or wgmma on sm_90)
     assert "fma.rn.f32" in ptx or (("mma.sync" in ptx or "wgmma" in ptx) and defines["TYPE"] == "half")
     assert k.cubin is not None and k.shared_bytes > 0  # type: ignore[attr-defined]
+
+
+NARROW = """
+__global__ void narrow(half* h, bf16* g, float* x) {
+  int r[N] = 0 ... N;
+  float v[N] = *(x + r);
+  *(h + r) = v;
+  *(g + r) = v * v;
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_float_to_16_bit_tiles_convert_two_elements_per_instruction(arch: str) -> None:
+    """A tile's f32 -> f16 and f32 -> bf16 conversions pair each thread's neighbouring elements in
+    one packed cvt (ptxas makes a packing instruction of every scalar conversion too), and the
+    pair is stored as one 32-bit register: no scalar conversion is left. A thread holding one
+    element converts it alone."""
+    k = compile(NARROW, defines={"N": 1024}, options=CompileOptions(arch=arch, num_warps=4))
+    per_thread = 1024 // 128
+    assert len(re.findall(r"cvt\.rn\.f16x2\.f32 ", k.ptx)) == per_thread // 2
+    assert len(re.findall(r"cvt\.rn\.bf16x2\.f32 ", k.ptx)) == per_thread // 2
+    assert not re.findall(r"cvt\.rn\.b?f16\.f32", k.ptx)
+    assert k.cubin is not None
+    one = compile(NARROW, defines={"N": 128}, options=CompileOptions(arch=arch, num_warps=4)).ptx
+    assert "x2.f32" not in one
+    assert len(re.findall(r"cvt\.rn\.f16\.f32 ", one)) == len(re.findall(r"cvt\.rn\.bf16\.f32 ", one)) == 1

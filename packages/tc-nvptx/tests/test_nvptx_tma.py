@@ -20,9 +20,10 @@ needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not on t
 
 
 def _compile(stages: int = 4, warps: int = 8, tma: bool = True, nb: int = 256, *, tma_store: bool = False,
-             warp_specialize: bool = False, persistent: bool = False) -> CompiledKernel:
+             warp_specialize: bool = False, persistent: bool = False, mb: int = 128,
+             type_: str = "half") -> CompiledKernel:
     return compile((KERNELS / "matmul_tutorial.tc").read_text(),
-                   defines={"TYPE": "half", "MB": 128, "NB": nb, "KB": 64},
+                   defines={"TYPE": type_, "MB": mb, "NB": nb, "KB": 64},
                    options=CompileOptions(arch="sm_90", num_warps=warps, num_stages=stages, specialization=ALIGNED,
                                           tma=tma, tma_store=tma_store, warp_specialize=warp_specialize,
                                           persistent=persistent))
@@ -199,7 +200,8 @@ CHECK-DAG: wgmma.mma_async
 
 def test_ptx_of_tma_store_epilogue() -> None:
     """CompileOptions.tma_store: the accumulator is written once to two swizzled panel buffers
-    (64 four-byte stores per thread: 128 fp16 values in pairs), each of the four 64-column panels
+    (converted two values per instruction, 64 per thread, and written by 16 stmatrix .x4 per
+    thread: four 8 x 8 blocks each, no other shared store), each of the four 64-column panels
     is one bulk tensor store issued by thread 0 after a proxy fence and a barrier, the third and
     fourth wait until the store two panels back has read its buffer; no global store remains."""
     k = _compile(tma_store=True)
@@ -209,12 +211,14 @@ def test_ptx_of_tma_store_epilogue() -> None:
     assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read 1;", ptx)) == 2
     assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read 0;", ptx)) == 1
     assert len(re.findall(r"fence\.proxy\.async\.shared::cta", ptx)) == 4
-    assert len(re.findall(r"st\.shared\.(?:b32|v2\.b16)\s", ptx)) == 64  # (a pair of fp16 in one 4-byte store)
+    assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16 ", ptx)) == 16
+    assert len(re.findall(r"cvt\.rn\.f16x2\.f32 ", ptx)) == 64 and "cvt.rn.f16.f32" not in ptx
+    assert not re.findall(r"st\.shared\.", ptx)
     assert "st.global" not in ptx
     filecheck(ptx, """
 CHECK: .param .align 64 .b8 dot_param_11[128]
 CHECK: wgmma.wait_group.sync.aligned 0;
-CHECK: st.shared
+CHECK: stmatrix
 CHECK: fence.proxy.async.shared::cta;
 CHECK: bar.sync
 CHECK: @%p{{[0-9]+}} cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}];
@@ -240,7 +244,7 @@ def test_persistent_bulk_store_waits_before_reuse_and_at_exit() -> None:
 CHECK: wgmma.wait_group.sync.aligned 0;
 CHECK: cp.async.bulk.wait_group.read 0;
 CHECK: bar.sync
-CHECK: st.shared
+CHECK: stmatrix
 CHECK: fence.proxy.async.shared::cta;
 CHECK: cp.async.bulk.tensor.2d.global.shared::cta
 CHECK: cp.async.bulk.commit_group;
@@ -253,6 +257,26 @@ CHECK: ret;
     four = _compile(4, tma_store=True, warp_specialize=True, persistent=True)
     assert four.ptx.count("cp.async.bulk.commit_group;") == 4
     assert four.ptx.count("cp.async.bulk.wait_group.read 1;") == 4
+
+
+@pytest.mark.parametrize("type_", ["half", "bf16"])
+@pytest.mark.parametrize("mb, nb, warps", [(256, 128, 8), (128, 128, 4)])
+def test_bulk_store_epilogues_write_with_stmatrix(mb: int, nb: int, warps: int, type_: str) -> None:
+    """Every 16 x 16 block of the accumulator goes to shared memory in one stmatrix .x4 (each
+    thread's 4 packed registers: rows r and r + 8 of columns c and c + 8), at four addresses per
+    thread (the swizzle's 16-byte units: one per even column block within a 64-column panel) plus
+    immediate offsets; a warpgroup's 64 x 128 per thread is 128 values: 64 packed conversions,
+    16 stmatrix. 256 x 128 on 8 warps holds two such row blocks per warp (rows 0-15, 128-143)."""
+    k = _compile(3, warps, nb=nb, mb=mb, tma_store=True, warp_specialize=True, persistent=True, type_=type_)
+    stores = re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16 \[(%r\d+)\+(\d+)\], \{[^}]*\};", k.ptx)
+    per_thread = mb * nb // (warps * 32)
+    assert len(stores) == per_thread // 8
+    assert len({base for base, _ in stores}) == 4
+    assert len(set(stores)) == len(stores)  # (no block written twice)
+    cvt = "cvt.rn.f16x2.f32" if type_ == "half" else "cvt.rn.bf16x2.f32"
+    assert k.ptx.count(cvt) == per_thread // 2
+    assert not re.findall(r"st\.shared\.", k.ptx)
+    assert k.spills == 0
 
 
 @needs_ptxas

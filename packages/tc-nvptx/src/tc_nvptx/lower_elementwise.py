@@ -164,7 +164,55 @@ def lower_cast(ctx: Ctx, op: CastOp) -> None:
 
         apply(ctx, op.result, op.operands, bf)
         return
+    if k == "fptrunc" and _packs_narrowing(ctx, op):
+        _narrow_in_pairs(ctx, op)
+        return
     apply(ctx, op.result, op.operands, lambda a: fn(a[0], dst))
+
+
+#: The packed f32 -> 16-bit float conversion (round to nearest even, like fptrunc), by result.
+_PACKED_NARROWING = {"f16": "cvt.rn.f16x2.f32", "bf16": "cvt.rn.bf16x2.f32"}
+
+
+def _packs_narrowing(ctx: Ctx, op: CastOp) -> bool:
+    """Whether a tile's f32 -> f16/bf16 conversion converts two elements per instruction (ptxas
+    turns each scalar conversion into a packing instruction with a zero half, on every target tc
+    supports (sm_80 on): pairing them halves the conversions, the bulk of a matmul epilogue)."""
+    src, dst = element_of(op.operands[0].type), element_of(op.result.type)
+    return (isinstance(op.result.type, TileType) and isinstance(src, ScalarType) and src.name == "f32"
+            and isinstance(dst, ScalarType) and dst.name in _PACKED_NARROWING)
+
+
+def _narrow_pair(ctx: Ctx, element: ScalarType, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """Two f32 values as one 32-bit register of two f16 or bf16 (`lo` in the low half)."""
+    text = f"{_PACKED_NARROWING[element.name]} $0, $1, $2;"  # ($1 goes to the high half)
+    return ctx.asm(I32, text, "=r,f,f", [hi, lo])
+
+
+def _narrow_in_pairs(ctx: Ctx, op: CastOp) -> None:
+    """fptrunc of a tile, each thread's elements two at a time in the order of its registers
+    (neighbours along the fastest dimension, which a vector store then writes together); an odd
+    one out is converted alone."""
+    b = ctx.b
+    t = op.result.type
+    assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
+    dst = llvm_type(t.element)
+    m = ctx.map_of(t)
+    x = ctx.values[op.operands[0]]
+    keys = list(m.keys)
+    if not isinstance(x, TileVal):  # (a splat: one conversion serves every element)
+        one = b.fptrunc(x, dst)
+        ctx.values[op.result] = TileVal(m, {key: one for key in keys}, t.element)
+        return
+    pair_type = ir.VectorType(dst, 2)
+    vals: dict[tuple[int, ...], ir.Value] = {}
+    for lo_key, hi_key in zip(keys[0::2], keys[1::2]):
+        pair = b.bitcast(_narrow_pair(ctx, t.element, x.vals[lo_key], x.vals[hi_key]), pair_type)
+        vals[lo_key] = b.extract_element(pair, ir.Constant(I32, 0))
+        vals[hi_key] = b.extract_element(pair, ir.Constant(I32, 1))
+    if len(keys) % 2:
+        vals[keys[-1]] = b.fptrunc(x.vals[keys[-1]], dst)
+    ctx.values[op.result] = TileVal(m, vals, t.element)
 
 
 def _approx(ctx: Ctx, instr: str, x: ir.Value) -> ir.Value:

@@ -195,6 +195,46 @@ def _vector_width(m: ThreadMap, fast: int, element_bytes: int) -> int:
     return 1
 
 
+def _stmatrix_groups(ctx: Ctx, m: ThreadMap, fast: int, element_bytes: int) -> list[tuple[int, int]] | None:
+    """The (row, column) offsets of the 16 x 16 blocks a warp writes with one `stmatrix .x4`
+    each, or None where the tile's layout is not a tensor-core accumulator's (sm_90, 16-bit).
+
+    In an accumulator layout (wgmma, mma.sync) each 8 x 8 block of a warp has lane l's two
+    neighbouring elements at row l / 4, columns 2 (l % 4) and + 1: the fragment stmatrix takes.
+    One instruction writes four blocks (rows s and s + 8, columns f and f + 8), each block row a
+    16-byte swizzle unit whose address one lane gives: a quarter of the shared stores of 32-bit
+    vectors, the same bytes."""
+    if ctx.options.sm < 90 or element_bytes != 2:
+        return None
+    rows, cols = m.dims[1 - fast], m.dims[fast]
+    if not (rows.warp_step and cols.warp_step and rows.mode == "tile" and cols.mode == "tile"
+            and (rows.spt, rows.tpw, rows.lane_stride) == (1, 8, 4)
+            and (cols.spt, cols.tpw, cols.lane_stride, cols.wpc) == (2, 4, 1, 1)):
+        return None
+    row_starts = [r for r in rows.offsets if r % 16 == 0]
+    col_starts = [c for c in cols.offsets if c % 16 == 0]
+    if ({r + i for r in row_starts for i in (0, 8)} != set(rows.offsets)
+            or {c + i for c in col_starts for i in (0, 1, 8, 9)} != set(cols.offsets)):
+        return None
+    return [(r, c) for r in row_starts for c in col_starts]
+
+
+def _stmatrix(ctx: Ctx, address: ir.Value, offset: int, regs: list[ir.Value]) -> None:
+    """stmatrix .x4 at `address` + `offset` (an immediate: a register per constant sum would be
+    hoisted out of the loops and held through them)."""
+    text = f"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0+{offset}], {{$1, $2, $3, $4}};"
+    ctx.asm(ir.VoidType(), text, "r,r,r,r,r,~{memory}", [ctx.b.ptrtoint(address, I32), *regs], side_effect=True)
+
+
+def _pair(ctx: Ctx, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """Two 16-bit elements as one 32-bit register, `lo` in the low half."""
+    b = ctx.b
+    vec: ir.Value = ir.Constant(ir.VectorType(lo.type, 2), None)
+    vec = b.insert_element(vec, lo, ir.Constant(I32, 0))
+    vec = b.insert_element(vec, hi, ir.Constant(I32, 1))
+    return b.bitcast(vec, I32)
+
+
 @lowers("tc.tma_store")
 def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     """Write the tile into swizzled panel buffers (shared memory), then one thread issues a bulk
@@ -223,7 +263,8 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     chunked = known and nbuf < panels  # one panel per step (buffers in turns), else the whole tile in one
     steps = [[p] for p in range(panels)] if chunked else [list(range(panels))]
     by_step: dict[int, list[tuple[int, ...]]] = {}
-    for key in m.keys:
+    blocks = _stmatrix_groups(ctx, m, fast, eb) if known else None
+    for key in ((_along((r, r), fast, c) for r, c in blocks) if blocks else m.keys):
         if key[fast] % vw:
             continue  # (stored with the vector that starts before it)
         p = key[fast] // panel
@@ -232,6 +273,17 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
         by_step.setdefault(p if chunked else 0, []).append(key)
     base = ctx.smem_ptr(op)
     row0, col0 = ctx.base(m.dims[slow]), ctx.base(m.dims[fast])
+    if blocks:  # the row and the 16-byte unit of the block row whose address this lane gives
+        lane, rows = ctx.lane, m.dims[slow]
+        warp_row = (b.mul(ctx.warp_part(rows.warp_stride, rows.wpc), ir.Constant(I32, rows.warp_step))
+                    if rows.wpc > 1 else ir.Constant(I32, 0))
+        stm_row = b.add(warp_row, b.add(b.and_(lane, ir.Constant(I32, 7)),  # + l % 8 + 8 (l / 16)
+                                        b.and_(b.lshr(lane, ir.Constant(I32, 1)), ir.Constant(I32, 8))))
+        stm_unit = b.xor(b.and_(b.lshr(lane, ir.Constant(I32, 3)), ir.Constant(I32, 1)),  # column 8 (l / 8 % 2)
+                         b.and_(stm_row, ir.Constant(I32, 7)))
+        stm_base = b.gep(base, [b.mul(stm_row, ir.Constant(I32, SWIZZLE))], inbounds=True,
+                         source_etype=ir.IntType(8))
+        stm_units: dict[int, ir.Value] = {}
     leader = ctx.thread0()
     coords = [ctx.scalar(v) for v in op.operands[1:]]
     rank = len(coords)
@@ -253,7 +305,23 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
             ctx.barrier()
         elif j == 0 and not runs_first_in_shared_memory(f, ctx.alloc, op):
             ctx.barrier()  # earlier users of this shared memory are done
-        for key in by_step.get(j, []):
+        for key in by_step.get(j, []) if blocks else []:
+            # lane l gives the address of row l % 8 of block l / 8: blocks (+0, +0), (+0, +8),
+            # (+8, +0), (+8, +8) of the warp's 16 x 16 at `key` (in this order ptxas needs no
+            # more registers than for 4-byte stores; with the rows first it spilled). The rows
+            # start at a multiple of 16, so the swizzle's row bits are the lane's and the 16-byte
+            # unit is the lane's unit ^ an even constant: one address per such constant, the
+            # rest an immediate offset (few registers stay live through a persistent loop)
+            unit = key[fast] % panel // 8
+            if unit not in stm_units:
+                shifted = b.shl(b.xor(stm_unit, ir.Constant(I32, unit)), ir.Constant(I32, 4))
+                stm_units[unit] = b.gep(stm_base, [shifted], inbounds=True, source_etype=ir.IntType(8))
+            at = (key[fast] // panel) % nbuf * buf_bytes + key[slow] * SWIZZLE
+            regs = [_pair(ctx, src.vals[_along(_along(key, slow, key[slow] + dr), fast, key[fast] + dc)],
+                          src.vals[_along(_along(key, slow, key[slow] + dr), fast, key[fast] + dc + 1)])
+                    for dr in (0, 8) for dc in (0, 8)]
+            _stmatrix(ctx, stm_units[unit], at, regs)
+        for key in [] if blocks else by_step.get(j, []):
             r = b.add(row0, ir.Constant(I32, key[slow])) if key[slow] else row0
             if known:
                 c = b.add(col0, ir.Constant(I32, key[fast] % panel)) if key[fast] % panel else col0
