@@ -52,11 +52,13 @@ def build(src: str, cfg: tuple[int, int, int, int, int], mode: str, spec: list[s
 class Launchable:
     def __init__(self, ck: Any) -> None:
         from tc_runtime import driver
+        from tc_runtime.kernel import persistent_ctas
         from tc_runtime.signature import Signature
         from tc_runtime.tensor_maps import TensorMapCache, packer_for
 
         dev = driver.get_device(0)
         self.ck = ck
+        self.ctas = persistent_ctas  # (the runtime's grid for a persistent kernel)
         self.sms = int(dev.sm_count) if ck.persistent else 0
         self.module = driver.Module(dev, ptx=ck.ptx, cubin=ck.cubin, kernel=ck.name)
         self.fn = self.module.function(ck.name, num_warps=ck.num_warps, shared_bytes=ck.shared_bytes)
@@ -68,7 +70,7 @@ class Launchable:
     def __call__(self, grid: int, *args: object) -> None:
         if self.sms:
             self.packer.pack((*args, grid, 1, 1))
-            self.fn.launch(min(grid, self.sms), 1, 1, 0, self.packer)  # type: ignore[arg-type]
+            self.fn.launch(self.ctas(grid, self.sms), 1, 1, 0, self.packer)  # type: ignore[arg-type]
             return
         self.packer.pack(args)
         self.fn.launch(grid, 1, 1, 0, self.packer)  # type: ignore[arg-type]

@@ -975,8 +975,9 @@ MATMUL_SRC = (Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kerne
 
 
 def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda) -> None:
-    """A configuration compiled persistent (options={"persistent": True, ...}) launches
-    min(programs, SMs) programs (the fake has 132 SMs) of 9 warps (8 + the producer), with the
+    """A configuration compiled persistent (options={"persistent": True, ...}) launches at most
+    one program per SM (the fake has 132), as few as take the same number of the grid's programs
+    each (512 programs: 4 each on 128, not 4 or 3 on 132), of 9 warps (8 + the producer), with the
     program grid as three i32 after the nine arguments and the tensor maps after those; the
     launch entry leaves it to the general path, which does the same on the next call."""
     seen: list[tuple[tuple[int, int, int], tuple[int, ...], list[int]]] = []
@@ -993,10 +994,11 @@ def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda) ->
                     options={"persistent": True, "tma_store": True})
     assert cfg.options == {"persistent": True, "tma_store": True, "warp_specialize": True}
     k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
-    for m, n, programs in ((4096, 4096, 32 * 16), (1024, 512, 8 * 2)):
+    for m, n, programs, ctas in ((4096, 4096, 32 * 16, 128), (1024, 512, 8 * 2, 16), (4224, 4096, 33 * 16, 132),
+                                 (8192, 8192, 64 * 32, 128), (4352, 4096, 34 * 16, 109)):
         k(a.ctypes.data, b.ctypes.data, c.ctypes.data, m, n, 64, 64, 64, 64,
           grid=lambda opt, m=m, n=n: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
-        assert fake.calls[-1][:4] == ("launch", "dot", (min(programs, 132), 1, 1), 9 * 32)
+        assert fake.calls[-1][:4] == ("launch", "dot", (ctas, 1, 1), 9 * 32)
         grid, ints, maps = seen[-1]
         assert ints == (m, n, 64, 64, 64, 64, programs, 1, 1)
         assert maps == [a.ctypes.data, b.ctypes.data, c.ctypes.data]  # (the fake's map: its address)
