@@ -1,5 +1,5 @@
 """Persistent kernels (tc_opt CompileOptions.persistent) take their grid as hidden parameters and
-run one program per SM (kernel.launch_persistently; the launch itself is tested against the fake
+run at most one program per SM (kernel.launch_persistently; the launch itself is tested against the fake
 driver in test_runtime_fakegpu.py): the runtime's record of a kernel keeps the flag, from a
 compiled kernel and through a kernel file alike."""
 

@@ -43,9 +43,10 @@ def _cfg(mb: int, nb: int, kb: int, warps: int, stages: int, **options: bool) ->
                      options=options or None)
 
 
-#: On sm_90 a persistent grid (one program per SM looping over the tiles, a producer warp) whose
-#: bulk-store epilogue overlaps the next tile (tc_opt.warp_specialize, tc_opt.tma_store); before
-#: sm_90 these compile as the plain configuration.
+#: On sm_90 a persistent grid (at most one program per SM looping over the tiles, balanced by
+#: tc_runtime.kernel.persistent_ctas; a producer warp) whose bulk-store epilogue overlaps the next
+#: tile (tc_opt.warp_specialize, tc_opt.tma_store); before sm_90 these compile as the plain
+#: configuration.
 PERSISTENT = {"persistent": True, "tma_store": True}
 
 
