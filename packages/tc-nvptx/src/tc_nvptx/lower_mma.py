@@ -109,7 +109,8 @@ def load_operand(ctx: Ctx, view: SharedView, t: TileType) -> TileVal:
 # ------------------------------------------------------------------------------ mma.sync
 
 
-def _pack(ctx: Ctx, x: ir.Value, y: ir.Value) -> ir.Value:
+def pack_pair(ctx: Ctx, x: ir.Value, y: ir.Value) -> ir.Value:
+    """Two 16-bit values as one 32-bit register, `x` in the low half (an operand fragment's)."""
     b = ctx.b
     v: ir.Value = ir.Constant(ir.VectorType(x.type, 2), None)
     v = b.insert_element(v, x, ir.Constant(I32, 0))
@@ -143,13 +144,13 @@ def lower_mma(ctx: Ctx, op: DotOp, a: TileVal, bv: TileVal, acc: TileVal) -> Non
         a_regs: dict[int, list[ir.Value]] = {}
         for mb in rows:
             if elem.bits == 16:
-                a_regs[mb] = [_pack(ctx, av[(mb + dm, kb + dk)], av[(mb + dm, kb + dk + 1)])
+                a_regs[mb] = [pack_pair(ctx, av[(mb + dm, kb + dk)], av[(mb + dm, kb + dk + 1)])
                               for dk in (0, h) for dm in (0, 8)]
             else:
                 a_regs[mb] = [_tf32(ctx, av[(mb + dm, kb + dk)]) for dk in (0, h) for dm in (0, 8)]
         for nb in cols:
             if elem.bits == 16:
-                b_regs = [_pack(ctx, bvals[(kb + dk, nb)], bvals[(kb + dk + 1, nb)]) for dk in (0, h)]
+                b_regs = [pack_pair(ctx, bvals[(kb + dk, nb)], bvals[(kb + dk + 1, nb)]) for dk in (0, h)]
             else:
                 b_regs = [_tf32(ctx, bvals[(kb + dk, nb)]) for dk in (0, h)]
             for mb in rows:

@@ -33,6 +33,7 @@ from .context import Ctx, lowering_error
 from .layout_math import DimMap, ThreadMap
 from .llvm_types import I32, llvm_type
 from .lower_async import view_of
+from .lower_mma import pack_pair
 from .lowerings import lowers
 from .swizzle import SharedView
 
@@ -226,15 +227,6 @@ def _stmatrix(ctx: Ctx, address: ir.Value, offset: int, regs: list[ir.Value]) ->
     ctx.asm(ir.VoidType(), text, "r,r,r,r,r,~{memory}", [ctx.b.ptrtoint(address, I32), *regs], side_effect=True)
 
 
-def _pair(ctx: Ctx, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    """Two 16-bit elements as one 32-bit register, `lo` in the low half."""
-    b = ctx.b
-    vec: ir.Value = ir.Constant(ir.VectorType(lo.type, 2), None)
-    vec = b.insert_element(vec, lo, ir.Constant(I32, 0))
-    vec = b.insert_element(vec, hi, ir.Constant(I32, 1))
-    return b.bitcast(vec, I32)
-
-
 @lowers("tc.tma_store")
 def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     """Write the tile into swizzled panel buffers (shared memory), then one thread issues a bulk
@@ -305,23 +297,25 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
             ctx.barrier()
         elif j == 0 and not runs_first_in_shared_memory(f, ctx.alloc, op):
             ctx.barrier()  # earlier users of this shared memory are done
-        for key in by_step.get(j, []) if blocks else []:
-            # lane l gives the address of row l % 8 of block l / 8: blocks (+0, +0), (+0, +8),
-            # (+8, +0), (+8, +8) of the warp's 16 x 16 at `key` (in this order ptxas needs no
-            # more registers than for 4-byte stores; with the rows first it spilled). The rows
-            # start at a multiple of 16, so the swizzle's row bits are the lane's and the 16-byte
-            # unit is the lane's unit ^ an even constant: one address per such constant, the
-            # rest an immediate offset (few registers stay live through a persistent loop)
-            unit = key[fast] % panel // 8
-            if unit not in stm_units:
-                shifted = b.shl(b.xor(stm_unit, ir.Constant(I32, unit)), ir.Constant(I32, 4))
-                stm_units[unit] = b.gep(stm_base, [shifted], inbounds=True, source_etype=ir.IntType(8))
-            at = (key[fast] // panel) % nbuf * buf_bytes + key[slow] * SWIZZLE
-            regs = [_pair(ctx, src.vals[_along(_along(key, slow, key[slow] + dr), fast, key[fast] + dc)],
-                          src.vals[_along(_along(key, slow, key[slow] + dr), fast, key[fast] + dc + 1)])
-                    for dr in (0, 8) for dc in (0, 8)]
-            _stmatrix(ctx, stm_units[unit], at, regs)
-        for key in [] if blocks else by_step.get(j, []):
+        for key in by_step.get(j, []):
+            if blocks:
+                # lane l gives the address of row l % 8 of block l / 8: blocks (+0, +0),
+                # (+0, +8), (+8, +0), (+8, +8) of the warp's 16 x 16 at `key` (in this order
+                # ptxas needs no more registers than for 4-byte stores; with the rows first it
+                # spilled). The rows start at a multiple of 16, so the swizzle's row bits are the
+                # lane's and the 16-byte unit is the lane's unit ^ an even constant: one address
+                # per such constant, the rest an immediate offset (few registers stay live
+                # through a persistent loop)
+                unit = key[fast] % panel // 8
+                if unit not in stm_units:
+                    shifted = b.shl(b.xor(stm_unit, ir.Constant(I32, unit)), ir.Constant(I32, 4))
+                    stm_units[unit] = b.gep(stm_base, [shifted], inbounds=True, source_etype=ir.IntType(8))
+                at = (key[fast] // panel) % nbuf * buf_bytes + key[slow] * SWIZZLE
+                tops = [_along(key, slow, key[slow] + dr) for dr in (0, 8)]
+                regs = [pack_pair(ctx, src.vals[_along(t, fast, key[fast] + dc)],
+                                  src.vals[_along(t, fast, key[fast] + dc + 1)]) for t in tops for dc in (0, 8)]
+                _stmatrix(ctx, stm_units[unit], at, regs)
+                continue
             r = b.add(row0, ir.Constant(I32, key[slow])) if key[slow] else row0
             if known:
                 c = b.add(col0, ir.Constant(I32, key[fast] % panel)) if key[fast] % panel else col0
