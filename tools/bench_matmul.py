@@ -3,9 +3,12 @@ them) vs torch.matmul (cuBLAS) and Triton's tutorial matmul, square sizes 512..8
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul.py [--sizes 512,1024,...]
         [--shapes 8192x8192x1024,4096x14336x4096,1024x4096x14336] [--dtype half|bf16] [--quick]
+        [--rounds 5]
 
 Prints a markdown table (the best tc configuration per size and the ratio to cuBLAS last), and
-checks each result against torch first (a wrong kernel is reported, never timed).
+checks each result against torch first (a wrong kernel is reported, never timed). With --rounds,
+a second table: the two fastest tc configurations of each shape, cuBLAS and Triton timed in
+interleaved rounds (what the verdicts should be read from).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from bench_rounds import interleaved  # noqa: E402
+
 SRC = (ROOT / "packages" / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
 
 #: (MB, NB, KB, num_warps, num_stages[, schedule]); "persistent": one program per SM looping over
@@ -26,6 +31,8 @@ CONFIGS: list[tuple[Any, ...]] = [
     (128, 256, 64, 8, 4), (256, 128, 32, 8, 3), (128, 128, 64, 8, 4), (64, 128, 32, 4, 4), (128, 64, 32, 4, 4),
     (64, 64, 64, 4, 3), (128, 256, 64, 8, 3, "persistent"), (128, 256, 64, 8, 4, "persistent")]
 SCHEDULES = {"persistent": {"persistent": True, "tma_store": True}}
+#: The line before the table of interleaved rounds (tools/gpu_check.py reads the rows after it).
+INTERLEAVED = "interleaved rounds"
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
@@ -53,6 +60,9 @@ def main() -> None:
     ap.add_argument("--shapes", default="", help="more shapes, MxNxK (e.g. 8192x8192x1024)")
     ap.add_argument("--dtype", default="half", choices=["half", "bf16"])
     ap.add_argument("--quick", action="store_true", help="only the first three configurations")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="then time the two fastest tc configurations of each shape, cuBLAS and Triton in "
+                    "this many interleaved rounds (single shots after a compile are off by up to 7%%)")
     args = ap.parse_args()
     shapes = parse_shapes(args.sizes, args.shapes)
     dtype = torch.float16 if args.dtype == "half" else torch.bfloat16
@@ -71,7 +81,9 @@ def main() -> None:
         kernels[cfg] = tc.kernel(SRC, device="cuda", defines={"TYPE": args.dtype}, autotune_configs=[
             tc.config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=s, options=options)])
     rows: list[tuple[str, float, float | None, dict[Any, float]]] = []
+    inter: list[tuple[str, dict[str, float], str, float]] = []
     for m, n, k in shapes:
+        runs: dict[Any, Any] = {}
         name = str(m) if m == n == k else f"{m}x{n}x{k}"
         # the tutorial kernel reads whole tiles unmasked (it only masks its store): pad the operands
         mp, np_, kp = (-(-m // 256) * 256, -(-n // 256) * 256, -(-k // 64) * 64)
@@ -107,7 +119,17 @@ def main() -> None:
                 print(f"{name} {cfg}: failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
                 continue
             print(f"{name} tc {cfg}: {ours[cfg]:.1f} TFLOPS", flush=True)
+            runs[cfg] = run
         rows.append((name, t_torch, t_triton, ours))
+        if args.rounds and ours:
+            peers: dict[str, Any] = {"cuBLAS": lambda: torch.matmul(av, bv)}
+            if t_triton is not None:
+                peers["Triton"] = lambda: triton_matmul(av, bv)
+            finalists = ["/".join(map(str, c)) for c in sorted(ours, key=lambda c: -ours[c])[:2]]
+            by_label = {"/".join(map(str, c)): run for c, run in runs.items()}
+            ms = interleaved({**peers, **{label: by_label[label] for label in finalists}}, rounds=args.rounds, rep=100)
+            fastest = min(finalists, key=lambda label: ms[label])
+            inter.append((name, {p: tflops(m, n, k, ms[p]) for p in peers}, fastest, tflops(m, n, k, ms[fastest])))
     print()
     head = "| shape | torch (cuBLAS) | triton | " + " | ".join("tc " + "/".join(map(str, c)) for c in configs)
     print(head + " | tc best | tc best / cuBLAS |")
@@ -117,6 +139,14 @@ def main() -> None:
         cells = [f"{ours[c]:.1f}" if c in ours else "-" for c in configs]
         trs = f"{tr:.1f}" if tr is not None else "-"
         print(f"| {name} | {tt:.1f} | {trs} | " + " | ".join(cells) + f" | {best:.1f} | {best / tt:.2f} |")
+    if inter:
+        print(f"\n{INTERLEAVED} (medians of {args.rounds}, TFLOPS):")
+        print("| shape | cuBLAS | Triton | tc best of two | tc | tc / cuBLAS | tc / Triton |")
+        print("|---|---|---|---|---|---|---|")
+        for name, peer_tflops, label, ours_tflops in inter:
+            cublas, triton = peer_tflops["cuBLAS"], peer_tflops.get("Triton")
+            print(f"| {name} | {cublas:.1f} | {f'{triton:.1f}' if triton else '-'} | {label} | {ours_tflops:.1f} | "
+                  f"{ours_tflops / cublas:.3f} | {f'{ours_tflops / triton:.3f}' if triton else '-'} |")
 
 
 if __name__ == "__main__":
