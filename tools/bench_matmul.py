@@ -125,9 +125,8 @@ def main() -> None:
             peers: dict[str, Any] = {"cuBLAS": lambda: torch.matmul(av, bv)}
             if t_triton is not None:
                 peers["Triton"] = lambda: triton_matmul(av, bv)
-            finalists = ["/".join(map(str, c)) for c in sorted(ours, key=lambda c: -ours[c])[:2]]
-            by_label = {"/".join(map(str, c)): run for c, run in runs.items()}
-            ms = interleaved({**peers, **{label: by_label[label] for label in finalists}}, rounds=args.rounds, rep=100)
+            finalists = {"/".join(map(str, c)): runs[c] for c in sorted(ours, key=lambda c: -ours[c])[:2]}
+            ms = interleaved({**peers, **finalists}, rounds=args.rounds, rep=100)
             fastest = min(finalists, key=lambda label: ms[label])
             inter.append((name, {p: tflops(m, n, k, ms[p]) for p in peers}, fastest, tflops(m, n, k, ms[fastest])))
     print()

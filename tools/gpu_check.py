@@ -385,7 +385,7 @@ def matmul_bench(r: Report) -> None:
     r.say((proc.stdout + proc.stderr)[-5000:])
     r.check("tutorial matmul: every configuration's result equals torch's", proc.returncode == 0
             and "WRONG" not in proc.stdout, f"exit {proc.returncode}")
-    rounds = False  # (past the line before bench_matmul's table of interleaved rounds)
+    rounds = False  # (past the line before bench_matmul's table of interleaved rounds: its INTERLEAVED)
     for line in proc.stdout.splitlines():
         rounds = rounds or line.startswith("interleaved rounds")
         cells = [c.strip() for c in line.strip("|").split("|")]
