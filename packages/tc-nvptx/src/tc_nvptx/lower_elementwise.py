@@ -164,7 +164,7 @@ def lower_cast(ctx: Ctx, op: CastOp) -> None:
 
         apply(ctx, op.result, op.operands, bf)
         return
-    if k == "fptrunc" and _packs_narrowing(ctx, op):
+    if k == "fptrunc" and _packs_narrowing(op):
         _narrow_in_pairs(ctx, op)
         return
     apply(ctx, op.result, op.operands, lambda a: fn(a[0], dst))
@@ -174,7 +174,7 @@ def lower_cast(ctx: Ctx, op: CastOp) -> None:
 _PACKED_NARROWING = {"f16": "cvt.rn.f16x2.f32", "bf16": "cvt.rn.bf16x2.f32"}
 
 
-def _packs_narrowing(ctx: Ctx, op: CastOp) -> bool:
+def _packs_narrowing(op: CastOp) -> bool:
     """Whether a tile's f32 -> f16/bf16 conversion converts two elements per instruction (ptxas
     turns each scalar conversion into a packing instruction with a zero half, on every target tc
     supports (sm_80 on): pairing them halves the conversions, the bulk of a matmul epilogue)."""
