@@ -417,10 +417,11 @@ def matmul_bench(r: Report) -> None:
 
 def tf32_bench(r: Report) -> None:
     """Issue 9's float32 products on tf32 tensor cores (tools/tf32_check.py): every configuration
-    checked in the four operand layouts at odd sizes, then 4096^3 with row-major and transposed A
-    in interleaved rounds with cuBLAS (allow_tf32)."""
+    checked in the four operand layouts at odd sizes, then 4096^3 in the three products of training
+    (A B, A^T B, A B^T) in interleaved rounds with cuBLAS (allow_tf32)."""
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "tf32_check.py"), "--sizes", "4096",
-                           "--rounds", "5"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+                           "--rounds", "5", "--timed", "nn,tn,nt"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)
     r.say((proc.stdout + proc.stderr)[-5000:])
     r.check("tf32 products equal a float64 product in every layout and configuration", proc.returncode == 0,
             f"exit {proc.returncode}")

@@ -4,7 +4,10 @@ timed alone at the given sizes and, the fastest few, in interleaved rounds with 
 (cuBLAS with allow_tf32).
 
     PYTHONPATH=<packages/*/src> python3 tools/tf32_check.py [--sizes 4096,8192] [--rounds 7]
-        [--keep 2] [--configs 'MB,NB,KB,warps,stages;...'] [--layouts nn,tn]
+        [--keep 2] [--configs 'MB,NB,KB,warps,stages[,p][,s];...'] [--layouts nn,tn,nt,tt]
+        [--timed nn,tn]
+
+A configuration's trailing `p` asks for a persistent grid, `s` for a bulk-store epilogue.
 """
 
 from __future__ import annotations
@@ -65,6 +68,24 @@ def check_correctness(configs: list[Any], layouts: tuple[str, ...]) -> int:
     return failures
 
 
+#: Letters of `--configs` for a configuration's schedule options.
+OPTION_LETTERS = {"p": "persistent", "s": "tma_store"}
+
+
+def parse_config(text: str, config: Callable[..., Any]) -> Any:
+    """`MB,NB,KB,warps,stages` and option letters (OPTION_LETTERS) as a tc_runtime config."""
+    fields = text.split(",")
+    mb, nb, kb, w, s = (int(x) for x in fields[:5])
+    options = {OPTION_LETTERS[letter]: True for letter in fields[5:]}
+    return config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=s, options=options or None)
+
+
+def config_name(cfg: Any) -> str:
+    """MBxNBxKB/warps/stages and the option letters of a configuration."""
+    letters = "".join(f",{letter}" for letter, name in OPTION_LETTERS.items() if (cfg.options or {}).get(name))
+    return f"{cfg.defines['MB']}x{cfg.defines['NB']}x{cfg.defines['KB']}/{cfg.num_warps}/{cfg.num_stages}{letters}"
+
+
 def main() -> None:
     import torch
 
@@ -76,20 +97,19 @@ def main() -> None:
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--keep", type=int, default=2)
-    ap.add_argument("--configs", default="", help="MB,NB,KB,warps,stages separated by ';' (default: TF32_CONFIGS)")
-    ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--configs", default="",
+                    help="MB,NB,KB,warps,stages[,p][,s] separated by ';' (default: TF32_CONFIGS)")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS), help="the layouts checked")
+    ap.add_argument("--timed", default="nn,tn", help="the layouts timed")
     args = ap.parse_args()
     configs = list(TF32_CONFIGS)
     if args.configs:
-        configs = []
-        for text in args.configs.split(";"):
-            mb, nb, kb, w, s = (int(x) for x in text.split(","))
-            configs.append(config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=s))
+        configs = [parse_config(text, config) for text in args.configs.split(";")]
     layouts = tuple(x for x in args.layouts.split(",") if x)
     failures = check_correctness(configs, layouts)
     for size in (int(x) for x in args.sizes.split(",") if x):
         flops = 2.0 * size ** 3
-        for layout in layouts[:2]:
+        for layout in (x for x in args.timed.split(",") if x):
             a, b = operands(size, size, size, layout)
             c = torch.empty(1, size, size, device="cuda")
 
@@ -100,7 +120,7 @@ def main() -> None:
             timed: dict[str, Callable[[], None]] = {}
             speed: dict[str, float] = {}
             for cfg in configs:
-                name = f"{cfg.defines['MB']}x{cfg.defines['NB']}x{cfg.defines['KB']}/{cfg.num_warps}/{cfg.num_stages}"
+                name = config_name(cfg)
 
                 def run(cfg: Any = cfg, a: Any = a, b: Any = b, c: Any = c) -> None:
                     matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), configs=[cfg], precision="tf32")

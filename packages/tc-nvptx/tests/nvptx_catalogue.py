@@ -493,6 +493,41 @@ def _wrapped(rng: np.random.Generator, m: int) -> Launch:
     return Launch([np.zeros(programs * 256, np.float16), x, m], (programs,), (0,), True)
 
 
+#: A tensor-core product with a bias row added in the epilogue and a float or half result: the
+#: bias (a [1, NB] tile before it meets the accumulator) takes the accumulator's layout, and a
+#: float result is stored from the accumulator's registers (no exchange through shared memory).
+BIAS_MATMUL = """
+__global__ void biased(half* A, half* B, float* bias, OUT* C, int M, int N, int K, int lda, int ldb, int ldc) {
+  int rm[MB] = get_program_id(0) * MB + 0 ... MB;
+  int rn[NB] = get_program_id(1) * NB + 0 ... NB;
+  int rk[KB] = 0 ... KB;
+  half* pa[MB, KB] = A + rm[:, newaxis] * lda + rk[newaxis, :];
+  half* pb[KB, NB] = B + rk[:, newaxis] * ldb + rn[newaxis, :];
+  float acc[MB, NB] = 0;
+  for (int k = K; k > 0; k -= KB) {
+    acc += *pa @ *pb;
+    pa += KB;
+    pb += KB * ldb;
+  }
+  float row[NB] = *(bias + rn);
+  *?(rm[:, newaxis] < M && rn[newaxis, :] < N)(C + rm[:, newaxis] * ldc + rn[newaxis, :]) = acc + row[newaxis, :];
+}
+"""
+
+
+def _bias_matmul(out: Any) -> Callable[[np.random.Generator, str], Launch]:
+    def make(rng: np.random.Generator, scale: str) -> Launch:
+        # M, N ragged (the store is masked), K whole blocks; operands and bias padded to whole tiles
+        m, n, k = (67, 70, 64) if scale == "odd" else (64 * 4 + 3, 64 * 4 + 1, 32 * 8)
+        pm, pn = -(-m // 64) * 64, -(-n // 64) * 64
+        a, b = _rand(rng, (pm, k), np.float16), _rand(rng, (k, pn), np.float16)
+        bias = _rand(rng, pn, np.float32)
+        c = np.zeros((m, n), out)
+        return Launch([a, b, bias, c, m, n, k, k, pn, n], (pm // 64, pn // 64), (3,), False)
+
+    return make
+
+
 def suite_cases() -> list[Case]:
     return [
         Case("signedness", SIGNED, {}, _scaled(_signedness)),
@@ -525,6 +560,10 @@ def suite_cases() -> list[Case]:
              _sized(3, 1000, _tiles_3d(np.float32, 4, 8, 16))),
         Case("facts", SUITE.FACTS, {}, _sized(4, 1000, _facts)),
         Case("wrapped_rows", WRAPPED, {"BLOCK": 256}, _sized(37, 1008, _wrapped)),
+        Case("matmul_bias[float]", BIAS_MATMUL, {"OUT": "float", "MB": 64, "NB": 64, "KB": 32},
+             _bias_matmul(np.float32)),
+        Case("matmul_bias[half]", BIAS_MATMUL, {"OUT": "half", "MB": 64, "NB": 64, "KB": 32},
+             _bias_matmul(np.float16)),
     ]
 
 

@@ -52,3 +52,22 @@ def test_transposed_accumulator_is_wgmma_d_fragment_of_c_transposed() -> None:
         cols = {8 * j + 2 * (lane % 4) + e for j in range(m // 8) for e in (0, 1)}
         assert _owned(trans, lane, warp) == {(c, r) for r in rows for c in cols}
     assert trans.order[0] == 0  # the pairs a lane holds run along M
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("shape", [(128, 1), (1, 128)])
+def test_a_broadcast_dimension_of_an_accumulator_layout_is_replicated(shape: tuple[int, int], transposed: bool) -> None:
+    # `row[newaxis, :]` meeting a [128, 128] accumulator: the [1, 128] tile takes the accumulator's
+    # layout, and each thread holds, at index 0 of the broadcast dimension, the coordinate of every
+    # accumulator element it holds (so the broadcast is register renaming)
+    lay = Mma(3, (8, 1), (64, 128, 8), transposed=transposed)
+    full = thread_map((128, 128), lay)
+    part = thread_map(shape, lay)
+    one = shape.index(1)
+    assert part.dims[one].mode == "one" and part.dims[one].offsets == (0,)
+    for warp in range(8):
+        for lane in range(32):
+            bases = [0 if d.mode == "one" else _base(d, lane, warp) for d in part.dims]
+            mine = {tuple(b + o for b, o in zip(bases, key)) for key in itertools.product(*(d.offsets for d in part.dims))}
+            wanted = {tuple(0 if i == one else c for i, c in enumerate(e)) for e in _owned(full, lane, warp)}
+            assert mine == wanted

@@ -25,12 +25,12 @@ SPEC = ("divisible_by_16",) * 12
 
 
 def build(ta: bool, tb: bool, mb: int = 128, nb: int = 128, kb: int = 32, warps: int = 8, stages: int = 4,
-          arch: str = "sm_90", tma: bool = False) -> CompiledKernel:
+          arch: str = "sm_90", tma: bool = False, persistent: bool = False) -> CompiledKernel:
     """The op's kernel in tf32, its loads pipelined with cp.async (the copies stay visible in the
-    PTX) or TMA."""
+    PTX) or TMA (`persistent`: with a producer warp and a persistent grid where that applies)."""
     defines = {"TYPE": "float", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], "MB": mb, "NB": nb, "KB": kb}
     opts = CompileOptions(arch=arch, num_warps=warps, num_stages=stages, specialization=SPEC, fp32_dot="tf32",
-                          tma=tma)
+                          tma=tma or persistent, warp_specialize=persistent, persistent=persistent)
     return compile(source("matmul"), defines=defines, options=opts, filename="matmul.tc")
 
 
@@ -159,3 +159,20 @@ def test_short_and_long_k_rows(kb: int, max_phase: int) -> None:
     assert f"max_phase={max_phase}," in a_slot and f"max_phase={max_phase}," in b_slot
     descs = re.findall(r"wgmma\.mma_async[^;]*;", k.ptx)
     assert len(descs) == (kb // 8) * 2  # K steps x the warpgroup's two 64-row blocks (4 warps, M 128)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("ta,tb,persists", [(False, True, True), (False, False, False), (True, False, False)])
+def test_persistent_tf32_products(ta: bool, tb: bool, persists: bool) -> None:
+    # A B^T (both K-contiguous) runs persistent with a producer warp; its float accumulator is
+    # stored from its own registers (8-byte pairs), so the 3-stage 256x128 pipeline fits without
+    # 128 KiB for a layout exchange. A B computed transposed stays a plain loop (a producer warp
+    # made ptxas serialize its wgmma: C7512), as does A^T B (restaged in the loop)
+    k = build(ta, tb, 256, 128, 32, 8, 3, persistent=True)
+    assert k.persistent is persists
+    assert "C75" not in k.asm["ptxas"] and k.spills == 0
+    if persists:
+        assert k.shared_bytes < 3 * (256 + 128) * 32 * 4 + 1024
+        # (256 x 128 floats over 256 consumer threads: 64 pairs each; no shared-memory stores)
+        assert re.findall(r"\bst\.global\S*", k.ptx) == ["st.global.v2.b32"] * 64
+        assert not re.search(r"\bst\.shared", k.ptx)

@@ -219,3 +219,46 @@ def test_fma_dot_operands_in_shared_memory_stay_live_until_the_dot() -> None:
     a, b = sorted(offsets[op] for op in allocs)
     assert b - a >= 64 * 64 * 4
     assert m.attributes["shared_bytes"] >= 2 * 64 * 64 * 4
+
+
+BIASED_MATMUL = """
+__global__ void biased(half* A, half* B, float* bias, OUT* C, int M, int N, int K) {
+  int rm[64] = get_program_id(0) * 64 + 0 ... 64;
+  int rn[64] = get_program_id(1) * 64 + 0 ... 64;
+  int rk[32] = 0 ... 32;
+  half* pa[64, 32] = A + rm[:, newaxis] * K + rk[newaxis, :];
+  half* pb[32, 64] = B + rk[:, newaxis] * N + rn[newaxis, :];
+  float acc[64, 64] = 0;
+  for (int k = K; k > 0; k -= 32) {
+    acc += *pa @ *pb;
+    pa += 32;
+    pb += 32 * N;
+  }
+  *?(rm[:, newaxis] < M && rn[newaxis, :] < N)(C + rm[:, newaxis] * N + rn[newaxis, :]) = USE;
+}
+"""
+
+
+@pytest.mark.parametrize("out, use, arch, ws, kept", [
+    ("float", "acc", "sm_90", True, True),
+    ("float", "acc", "sm_90", False, False),  # (a plain kernel's exchange reuses the pipeline's slots)
+    ("float", "acc + *(bias + rn)[newaxis, :]", "sm_90", True, False),  # (an add: not the accumulator)
+    ("half", "acc", "sm_90", True, False),
+    ("float", "acc", "sm_80", True, False),
+])
+def test_a_float_wgmma_accumulator_is_stored_where_it_lies(out: str, use: str, arch: str, ws: bool,
+                                                           kept: bool) -> None:
+    # 32-bit accumulator pairs fill whole sectors: in a warp-specialized kernel a store of the
+    # wgmma accumulator itself keeps its layout (no exchange through shared memory); 16-bit
+    # results and mma.sync's are exchanged
+    from tc_ir.layouts import Mma
+
+    m = _laid_out(BIASED_MATMUL, {"OUT": out, "USE": use}, arch=arch, num_warps=4, warp_specialize=ws)
+    stores = [op for op in m.walk() if isinstance(op, StoreOp)]
+    assert len(stores) == 1
+    layouts = [v.type.layout for v in stores[0].operands if isinstance(v.type, TileType)]
+    assert len(layouts) == 3 and len(set(layouts)) == 1  # pointers, value and mask agree
+    assert isinstance(layouts[0], Mma) is kept
+    converts = [op for op in m.walk() if isinstance(op, ConvertLayoutOp)
+                and isinstance(op.operands[0].type, TileType) and isinstance(op.operands[0].type.layout, Mma)]
+    assert (not converts) is kept

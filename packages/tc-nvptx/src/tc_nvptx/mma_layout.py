@@ -53,6 +53,9 @@ def _inner(size: int, k_width: int, root_dim: int) -> DimMap:
 
 
 def _dim(root: Mma | DotOperand, r: int, size: int) -> DimMap:
+    if size == 1:  # a broadcast dimension (`rm[:, newaxis]` before it meets the tile): replicated
+        d = _dim(root, r, 16)
+        return DimMap(1, "one", (0,), 1, d.tpw, d.wpc, d.lane_stride, d.warp_stride, r, d.warp_step)
     if isinstance(root, Mma):
         wm, wn = root.warps_per_cta
         rows = 1 if root.transposed else 0  # (a transposed accumulator: rows along N)

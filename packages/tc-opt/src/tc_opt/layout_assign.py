@@ -85,11 +85,14 @@ def coalesced_layout(ptr: Value, axes: AxisAnalysis, num_warps: int) -> Blocked:
 class _Solver:
     """Spreads layouts over the values of one function."""
 
-    def __init__(self, function: Function, num_warps: int, arch: str = "sm_80", num_stages: int = 1) -> None:
+    def __init__(self, function: Function, num_warps: int, arch: str = "sm_80", num_stages: int = 1,
+                 store_accumulators: bool = False) -> None:
         self.f = function
         self.num_warps = num_warps
         self.arch = arch
         self.num_stages = num_stages
+        #: 32-bit wgmma accumulators are stored from their own layout (`_stored_accumulator_layout`)
+        self.store_accumulators = store_accumulators and arch in WGMMA_ARCHS
         self.layout: dict[Value, Layout] = {}
         self.queue: deque[tuple[Value, Layout]] = deque()
         self.users: dict[Value, list[Operation]] = {}
@@ -180,6 +183,7 @@ class _Solver:
     def anchors(self, axes: AxisAnalysis) -> None:
         stores: list[tuple[Value, Layout]] = []
         others: list[tuple[Value, Layout]] = []
+        accumulators: dict[Value, Layout] = {}
         for op in self.f.walk():
             if isinstance(op, DotOp):  # tensor-core accumulators come first
                 swap = self.arch in WGMMA_ARCHS and uses_mma(op) and swaps_operands(
@@ -187,8 +191,12 @@ class _Solver:
                 mma = dot_result_layout(op, self.num_warps, self.arch, swap)
                 if mma is not None:
                     self.queue.append((op.results[0], mma))
+                    accumulators[op.results[0]] = mma
+        for op in self.f.walk():
             if isinstance(op, MEMORY) and is_tile(op.operands[0]):
-                lay = coalesced_layout(op.operands[0], axes, self.num_warps)
+                lay: Layout = coalesced_layout(op.operands[0], axes, self.num_warps)
+                if isinstance(op, StoreOp) and self.store_accumulators:
+                    lay = _stored_accumulator_layout(op, accumulators) or lay
                 target = stores if isinstance(op, StoreOp) else others
                 for v in op.operands:
                     if is_tile(v):
@@ -244,6 +252,32 @@ class _Solver:
                         lay = blocked_for(t.shape, self.num_warps, vec=4)
                     self.push(v, lay)
                     self.solve()
+
+
+def _stored_accumulator_layout(store: StoreOp, accumulators: dict[Value, Layout]) -> Layout | None:
+    """The tensor-core layout a store of a 32-bit wgmma accumulator keeps in a warp-specialized
+    kernel (None: the store is coalesced as any other).
+
+    Each thread holds its accumulator as pairs of neighbours along a row (or along a column, for
+    a product computed transposed): every warp-wide store of one register or pair fills whole
+    32-byte sectors, so writing it where it lies costs the memory system no more than a coalesced
+    store and needs no layout exchange through shared memory. A plain kernel's exchange reuses
+    its pipeline's slots (and measured as fast: tf32 on an H100, 2026-11-25), but a producer warp
+    keeps filling them while the consumers store: there the exchange would need memory of its own
+    (128 KiB for a 256x128 float tile), more than a tf32 pipeline leaves. 16-bit results are
+    always exchanged: their pairs are 4 bytes, half a sector per row of a warp's store."""
+    v = store.operands[1]
+    while isinstance(v, OpResult) and isinstance(v.op, ForOp):  # the loop's final accumulator
+        y = v.op.body.terminator
+        if not isinstance(y, YieldOp):
+            return None
+        v = y.operands[v.index]
+    lay = accumulators.get(v)
+    t = store.operands[1].type
+    if (lay is None or not isinstance(t, TileType) or not isinstance(t.element, ScalarType)
+            or t.element.bits != 32 or t != v.type):
+        return None
+    return lay
 
 
 class _Materializer:
@@ -400,7 +434,8 @@ class AssignLayouts(Pass):
         module.attributes["num_warps"] = nw
         for f in module.functions:
             axes = AxisAnalysis(f)
-            solver = _Solver(f, nw, self.options.arch, self.options.num_stages)
+            solver = _Solver(f, nw, self.options.arch, self.options.num_stages,
+                             store_accumulators=self.options.warp_specialize)
             solver.anchors(axes)
             solver.solve()
             solver.fill_defaults()

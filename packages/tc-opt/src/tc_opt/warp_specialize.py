@@ -60,6 +60,7 @@ from tc_ir.ops import (
     WarpSpecializeOp,
     YieldOp,
 )
+from tc_ir.layouts import Mma
 from tc_ir.types import I1, I32, IRType, TileType
 
 from .ir_utils import replace_uses
@@ -80,8 +81,17 @@ PRODUCER_WARPS = 1
 
 
 def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
-    """Whether `loop`, with TMA plans for all its candidate loads, qualifies."""
-    if loop.parent is not f.body or async_dot(loop, [p.alloc for p in plans]) is None:
+    """Whether `loop`, with TMA plans for all its candidate loads, qualifies.
+
+    Not a tf32 product computed transposed (its accumulator layout `Mma.transposed`, B^T read into
+    registers each K step): ptxas serializes the wgmma of that loop behind a producer warp
+    (advisory C7512, "insufficient register resources", at 164 registers of 224), and the
+    serialized kernel ran 0.79-0.89x the plain one on an H100 (2026-11-25)."""
+    dot = async_dot(loop, [p.alloc for p in plans])
+    if loop.parent is not f.body or dot is None:
+        return False
+    acc = dot.result.type
+    if isinstance(acc, TileType) and isinstance(acc.layout, Mma) and acc.layout.transposed:
         return False
     before = f.body.ops[: f.body.ops.index(loop)]
     return not any(op.HAS_SIDE_EFFECTS or op.regions for op in before)

@@ -64,10 +64,13 @@ TENSOR_CORE_CONFIGS = [
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
 #: stages measured best on an H100 (372 TFLOPS alone at 4096^3, 0.95x cuBLAS in rounds); with A
 #: transposed (A read into registers, B restaged or K-contiguous) 128x256x32 (0.94x). The 4-warp
-#: tiles serve small products and GPUs before sm_90 (mma.sync).
+#: tiles serve small products and GPUs before sm_90 (mma.sync). The persistent ones apply to
+#: A B^T (both operands K-contiguous; 1-2% over the plain tiles there, H100 2026-11-25) and
+#: compile as the plain loop in the other layouts (tc_opt.warp_specialize.can_specialize).
 TF32_CONFIGS = [
     _cfg(256, 128, 32, 8, 4), _cfg(256, 128, 32, 8, 3), _cfg(128, 256, 32, 8, 3), _cfg(128, 128, 32, 8, 4),
     _cfg(128, 128, 32, 4, 4), _cfg(64, 128, 32, 4, 3), _cfg(64, 64, 32, 4, 3),
+    _cfg(128, 256, 32, 8, 3, persistent=True), _cfg(256, 128, 32, 8, 4, persistent=True),
 ]
 #: float32 (ieee) and float64: CUDA-core products, smaller tiles.
 FMA_CONFIGS = [
