@@ -528,6 +528,43 @@ def _bias_matmul(out: Any) -> Callable[[np.random.Generator, str], Launch]:
     return make
 
 
+#: Attention forward with an online softmax (flash-attention's loop) over BN keys at a time: row
+#: maxima and sums of a tensor-core product (reductions of an accumulator layout, across warps
+#: with mma.sync's 2x2 warps at BM = 32) broadcast back over it, and a second product.
+ATTENTION = """
+__global__ void attention(half* Q, half* K, half* V, half* O, int N) {
+  int rm[BM] = get_program_id(0) * BM + (0 ... BM);
+  int rd[D] = 0 ... D;
+  int rn[BN] = 0 ... BN;
+  half q[BM, D] = *(Q + rm[:, newaxis] * D + rd[newaxis, :]);
+  float m[BM] = -F32_INFINITY;
+  float l[BM] = 0;
+  float acc[BM, D] = 0;
+  for (int j = 0; j < N; j += BN) {
+    half kt[D, BN] = *(K + rd[:, newaxis] + (j + rn[newaxis, :]) * D);
+    float s[BM, BN] = q @ kt;
+    float mn[BM] = max(m, s[:, max]);
+    float p[BM, BN] = exp(s - mn[:, newaxis]);
+    float alpha[BM] = exp(m - mn);
+    l = l * alpha + p[:, +];
+    half v[BN, D] = *(V + (j + rn[:, newaxis]) * D + rd[newaxis, :]);
+    acc = acc * alpha[:, newaxis] + (half[BM, BN]) p @ v;
+    m = mn;
+  }
+  *(O + rm[:, newaxis] * D + rd[newaxis, :]) = acc / l[:, newaxis];
+}
+"""
+
+
+def _attention(bm: int) -> Callable[[np.random.Generator, str], Launch]:
+    def make(rng: np.random.Generator, scale: str) -> Launch:
+        rows, n = (bm * 2, 64) if scale == "odd" else (bm * 8, 64 * 6)
+        q, k, v = (_rand(rng, (r, 64), np.float16) for r in (rows, n, n))
+        return Launch([q, k, v, np.zeros((rows, 64), np.float16), n], (rows // bm,), (3,), False)
+
+    return make
+
+
 def suite_cases() -> list[Case]:
     return [
         Case("signedness", SIGNED, {}, _scaled(_signedness)),
@@ -564,6 +601,8 @@ def suite_cases() -> list[Case]:
              _bias_matmul(np.float32)),
         Case("matmul_bias[half]", BIAS_MATMUL, {"OUT": "half", "MB": 64, "NB": 64, "KB": 32},
              _bias_matmul(np.float16)),
+        Case("attention[BM=64]", ATTENTION, {"BM": 64, "BN": 64, "D": 64}, _attention(64)),
+        Case("attention[BM=32]", ATTENTION, {"BM": 32, "BN": 64, "D": 64}, _attention(32)),
     ]
 
 

@@ -262,3 +262,28 @@ def test_a_float_wgmma_accumulator_is_stored_where_it_lies(out: str, use: str, a
     converts = [op for op in m.walk() if isinstance(op, ConvertLayoutOp)
                 and isinstance(op.operands[0].type, TileType) and isinstance(op.operands[0].type.layout, Mma)]
     assert (not converts) is kept
+
+
+ROW_MAX = """
+__global__ void row_max(half* A, half* B, float* out) {
+  int rm[BM] = 0 ... BM;
+  int rk[32] = 0 ... 32;
+  int rn[64] = 0 ... 64;
+  float s[BM, 64] = *(A + rm[:, newaxis] * 32 + rk[newaxis, :]) @ *(B + rk[:, newaxis] * 64 + rn[newaxis, :]);
+  *(out + rm) = s[:, max];
+}
+"""
+
+
+@pytest.mark.parametrize("bm, arch, warps_along_n", [(32, "sm_90", 2), (64, "sm_80", 2), (64, "sm_90", 1)])
+def test_a_reduction_of_an_accumulator_across_warps_gets_shared_memory(bm: int, arch: str, warps_along_n: int) -> None:
+    # mma.sync's accumulator spreads N over 2 of 4 warps: the row maxima meet through shared
+    # memory (the lowering found none allocated for an Mma source); wgmma's warps split M only
+    from tc_ir.layouts import Mma
+    from tc_opt.shared_alloc import scratch_bytes
+
+    m = _laid_out(ROW_MAX, {"BM": bm}, arch=arch, num_warps=4)
+    (red,) = [op for op in m.walk() if isinstance(op, ReduceOp)]
+    src = red.operands[0].type
+    assert isinstance(src, TileType) and isinstance(src.layout, Mma)
+    assert scratch_bytes(red) == (warps_along_n * bm * 4 if warps_along_n > 1 else 0)

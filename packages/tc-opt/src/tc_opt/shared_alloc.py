@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import attrs
-from tc_ir.layouts import Blocked, DotOperand, Shared, Slice
+from tc_ir.layouts import Blocked, DotOperand, Mma, Shared, Slice
 from tc_ir.ops import (
     AtomicCASOp,
     AtomicRMWOp,
@@ -150,9 +150,12 @@ def scratch_bytes(op: Operation) -> int:
         while isinstance(root, Slice):
             dims.insert(root.dim, -1)
             root = root.parent
+        axis_in_root = [i for i, d in enumerate(dims) if d != -1][op.axis]
         if isinstance(root, Blocked):
-            axis_in_root = [i for i, d in enumerate(dims) if d != -1][op.axis]
             warps = root.warps_per_cta[axis_in_root]
+        elif isinstance(root, Mma):  # (rows: warps_per_cta[0]; a transposed accumulator's rows are dim 1)
+            rows = 1 if root.transposed else 0
+            warps = root.warps_per_cta[0 if axis_in_root == rows else 1]
         if warps <= 1:
             return 0
         res = op.result.type
