@@ -198,3 +198,30 @@ def test_transposed_operand_ir_round_trips() -> None:
     text = k.asm["ir-gpu"]
     assert "tc.local_trans" in text
     assert print_module(parse_module(text)) == text
+
+
+CHAINED = """
+__global__ void chained(half* Q, half* K, half* V, float* O) {
+  int rm[32] = 0 ... 32;
+  int rd[64] = 0 ... 64;
+  half q[32, 64] = *(Q + rm[:, newaxis] * 64 + rd[newaxis, :]);
+  half kt[64, 64] = *(K + rd[:, newaxis] + rd[newaxis, :] * 64);
+  half v[64, 64] = *(V + rd[:, newaxis] * 64 + rd[newaxis, :]);
+  float s[32, 64] = q @ kt;
+  *(O + rm[:, newaxis] * 64 + rd[newaxis, :]) = (half[32, 64]) s @ v;
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_chained_dot_reads_its_own_operand(arch: str) -> None:
+    # the second dot's A (the first dot's result, through a buffer that reuses q's memory) is
+    # read by ldmatrix of its own: LLVM merged the two reads of that address when ldmatrix had no
+    # memory effect, and the GPU multiplied q instead (32-row tiles run mma.sync on sm_90 too)
+    k = compile(CHAINED, options=CompileOptions(arch=arch, num_warps=4, num_stages=1))
+    assert "mma.sync" in k.ptx
+    mmas = re.findall(r"mma\.sync\.aligned\.m16n8k16\S+ \{[^}]*\}, (\{[^}]*\})", k.ptx)
+    assert len(mmas) == 2 * 16  # (per warp: 16 rows x 32 columns, 4 k16 steps, two dots)
+    assert not set(mmas[:16]) & set(mmas[16:])  # no A fragment of the first dot feeds the second
+    # q: 4, K^T: 8, s: 4, V: 8 (x4 each)
+    assert k.ptx.count("ldmatrix.sync.aligned.m8n8.x4") == 24

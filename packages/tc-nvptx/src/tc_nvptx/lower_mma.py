@@ -40,7 +40,10 @@ def _ldmatrix(ctx: Ctx, addr: ir.Value, count: int, trans: bool) -> list[ir.Valu
     regs = ", ".join(f"${i}" for i in range(count))
     t = ".trans" if trans else ""
     text = f"ldmatrix.sync.aligned.m8n8.x{count}{t}.shared.b16 {{{regs}}}, [${count}];"
-    cons = ",".join(["=r"] * count + ["r"])
+    # "~{memory}": the asm reads shared memory. Without it LLVM took it for a pure function of
+    # the address and merged two ldmatrix of one address with stores and barriers between them
+    # (a chained dot whose operand reused the first dot's buffer read the first dot's operand)
+    cons = ",".join(["=r"] * count + ["r", "~{memory}"])
     ret: ir.Type = I32 if count == 1 else ir.LiteralStructType([I32] * count)
     r = ctx.asm(ret, text, cons, [ctx.b.ptrtoint(addr, I32)])
     if count == 1:
