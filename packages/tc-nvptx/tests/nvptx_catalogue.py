@@ -565,6 +565,42 @@ def _attention(bm: int) -> Callable[[np.random.Generator, str], Launch]:
     return make
 
 
+#: What kernels do with a tensor-core product besides storing it: sums along both axes (across
+#: warps: wgmma's warps split M, mma.sync's 2x2 warps split both), a transposition, a row
+#: normalization (reductions broadcast back), int8 operands (CUDA cores, int32 sums).
+DOT_TILE = """
+__global__ void k(TYPE* A, TYPE* B, ACC* O, ACC* R, ACC* C, half* L) {
+  int rm[BM] = 0 ... BM;
+  int rk[32] = 0 ... 32;
+  int rn[64] = 0 ... 64;
+  ACC s[BM, 64] = *(A + rm[:, newaxis] * 32 + rk[newaxis, :]) @ *(B + rk[:, newaxis] * 64 + rn[newaxis, :]);
+  *(R + rm) = s[:, +];
+  *(C + rn) = s[+, :];
+  ACC t[64, BM] = ^s;
+  *(O + rn[:, newaxis] * BM + rm[newaxis, :]) = t;
+#if NORMALIZE
+  float mean[BM] = s[:, +] / 64;
+  float d[BM, 64] = s - mean[:, newaxis];
+  float var[BM] = (d * d)[:, +] / 64;
+  *(L + rm[:, newaxis] * 64 + rn[newaxis, :]) = d / sqrt(var[:, newaxis] + 1e-5f);
+#endif
+}
+"""
+
+
+def _dot_tile(bm: int, integer: bool) -> Callable[[np.random.Generator, str], Launch]:
+    def make(rng: np.random.Generator, scale: str) -> Launch:
+        if integer:
+            a, b = (rng.integers(-100, 100, shape).astype(np.int8) for shape in ((bm, 32), (32, 64)))
+        else:
+            a, b = _rand(rng, (bm, 32), np.float16), _rand(rng, (32, 64), np.float16)
+        acc = np.int32 if integer else np.float32
+        outs = [np.zeros((64, bm), acc), np.zeros(bm, acc), np.zeros(64, acc), np.zeros((bm, 64), np.float16)]
+        return Launch([a, b, *outs], (1,), (2, 3, 4) if integer else (2, 3, 4, 5), integer)
+
+    return make
+
+
 def suite_cases() -> list[Case]:
     return [
         Case("signedness", SIGNED, {}, _scaled(_signedness)),
@@ -603,6 +639,10 @@ def suite_cases() -> list[Case]:
              _bias_matmul(np.float16)),
         Case("attention[BM=64]", ATTENTION, {"BM": 64, "BN": 64, "D": 64}, _attention(64)),
         Case("attention[BM=32]", ATTENTION, {"BM": 32, "BN": 64, "D": 64}, _attention(32)),
+        *(Case(f"dot_tile[{ty},BM={bm}]", DOT_TILE,
+               {"TYPE": ty, "ACC": "int" if ty == "char" else "float", "BM": bm, "NORMALIZE": int(ty == "half")},
+               _dot_tile(bm, ty == "char"))
+          for ty in ("half", "char") for bm in (32, 64)),
     ]
 
 
