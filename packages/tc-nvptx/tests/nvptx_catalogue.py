@@ -595,7 +595,8 @@ def _dot_tile(bm: int, integer: bool) -> Callable[[np.random.Generator, str], La
         else:
             a, b = _rand(rng, (bm, 32), np.float16), _rand(rng, (32, 64), np.float16)
         acc = np.int32 if integer else np.float32
-        outs = [np.zeros((64, bm), acc), np.zeros(bm, acc), np.zeros(64, acc), np.zeros((bm, 64), np.float16)]
+        outs: list[Arg] = [np.zeros((64, bm), acc), np.zeros(bm, acc), np.zeros(64, acc),
+                           np.zeros((bm, 64), np.float16)]
         return Launch([a, b, *outs], (1,), (2, 3, 4) if integer else (2, 3, 4, 5), integer)
 
     return make
