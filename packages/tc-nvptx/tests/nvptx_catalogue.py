@@ -494,8 +494,7 @@ def _wrapped(rng: np.random.Generator, m: int) -> Launch:
 
 
 #: A tensor-core product with a bias row added in the epilogue and a float or half result: the
-#: bias (a [1, NB] tile before it meets the accumulator) takes the accumulator's layout, and a
-#: float result is stored from the accumulator's registers (no exchange through shared memory).
+#: bias (a [1, NB] tile before it meets the accumulator) takes the accumulator's layout.
 BIAS_MATMUL = """
 __global__ void biased(half* A, half* B, float* bias, OUT* C, int M, int N, int K, int lda, int ldb, int ldc) {
   int rm[MB] = get_program_id(0) * MB + 0 ... MB;
