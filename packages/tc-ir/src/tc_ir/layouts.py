@@ -71,6 +71,15 @@ class Mma:
     instr_shape: tuple[int, ...] = attrs.field(converter=_tuple)
     transposed: bool = False
 
+    @property
+    def row_dim(self) -> int:
+        """The tile dimension the accumulator's rows (warps_per_cta[0]) run along."""
+        return 1 if self.transposed else 0
+
+    def warps_along(self, dim: int) -> int:
+        """How many warps split tile dimension `dim`."""
+        return self.warps_per_cta[0 if dim == self.row_dim else 1]
+
     def __str__(self) -> str:
         w = ", ".join(str(x) for x in self.warps_per_cta)
         i = ", ".join(str(x) for x in self.instr_shape)

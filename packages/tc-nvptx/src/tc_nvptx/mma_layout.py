@@ -58,8 +58,8 @@ def _dim(root: Mma | DotOperand, r: int, size: int) -> DimMap:
         return DimMap(1, "one", (0,), 1, d.tpw, d.wpc, d.lane_stride, d.warp_stride, r, d.warp_step)
     if isinstance(root, Mma):
         wm, wn = root.warps_per_cta
-        rows = 1 if root.transposed else 0  # (a transposed accumulator: rows along N)
-        return _rows(size, wm, r) if r == rows else _cols(size, wm, wn, 2, r)
+        # (a transposed accumulator: rows along N)
+        return _rows(size, wm, r) if r == root.row_dim else _cols(size, wm, wn, 2, r)
     parent = root.parent
     assert isinstance(parent, Mma)
     wm, wn = parent.warps_per_cta

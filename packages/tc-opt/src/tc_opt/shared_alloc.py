@@ -153,9 +153,8 @@ def scratch_bytes(op: Operation) -> int:
         axis_in_root = [i for i, d in enumerate(dims) if d != -1][op.axis]
         if isinstance(root, Blocked):
             warps = root.warps_per_cta[axis_in_root]
-        elif isinstance(root, Mma):  # (rows: warps_per_cta[0]; a transposed accumulator's rows are dim 1)
-            rows = 1 if root.transposed else 0
-            warps = root.warps_per_cta[0 if axis_in_root == rows else 1]
+        elif isinstance(root, Mma):
+            warps = root.warps_along(axis_in_root)
         if warps <= 1:
             return 0
         res = op.result.type
