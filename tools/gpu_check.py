@@ -418,7 +418,8 @@ def matmul_bench(r: Report) -> None:
 def tf32_bench(r: Report) -> None:
     """Issue 9's float32 products on tf32 tensor cores (tools/tf32_check.py): every configuration
     checked in the four operand layouts at odd sizes, then 4096^3 in the three products of training
-    (A B, A^T B, A B^T) in interleaved rounds with cuBLAS (allow_tf32)."""
+    (A B, A^T B, A B^T) in interleaved rounds with cuBLAS (allow_tf32); then tc_torch.matmul's
+    plans for A^T B (tools/bench_tf32_plans.py; TC_TF32_PLAN_SHAPES sets its shapes)."""
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "tf32_check.py"), "--sizes", "4096",
                            "--rounds", "5", "--timed", "nn,tn,nt"], cwd=ROOT, capture_output=True,
                           text=True, timeout=900)
@@ -429,6 +430,17 @@ def tf32_bench(r: Report) -> None:
         if "interleaved rounds:" in line:
             head, _, rest = line.partition(": medians of")
             r.number(f"tf32 {head}", rest.split("rounds: ", 1)[-1])
+    shapes = os.environ.get("TC_TF32_PLAN_SHAPES", "1024x1024x1024,2048x2048x2048,4096x4096x4096,"
+                                                     "8192x8192x8192")
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_tf32_plans.py"), "--shapes",
+                           shapes], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-5000:])
+    r.check("tf32 A^T B equals a float64 product with and without an operand copied first",
+            proc.returncode == 0, f"exit {proc.returncode}")
+    for line in proc.stdout.splitlines():
+        if " A^T B: torch " in line and line[:1].isdigit():
+            head, _, rest = line.partition(": ")
+            r.number(f"tf32 plans {head}", rest)
 
 
 def sweeps(r: Report) -> None:

@@ -84,6 +84,8 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGpu]:
         if hasattr(mod, "get_kernel"):
             monkeypatch.setattr(mod, "get_kernel", get_kernel)
     monkeypatch.setattr(tc_runtime, "kernel", kernel)  # what add.kernel_for calls
+    monkeypatch.setattr(mm, "_sm90", {0: True})  # (matmul asks torch.cuda for the arch once)
+    monkeypatch.setattr(mm, "TRANSPOSE_FIRST_MIN_FLOPS", 0.0)  # (small tensors copy operands too)
     for mod, names in ((sm, ("_FORWARD", "_BACKWARD")), (ln, ("_FORWARD", "_PLANS")),
                        (ce, ("_FORWARD", "_BACKWARD")), (tr, ("_KERNELS",)), (mm, ("_KERNELS",)),
                        (add_op, ("_kernels", "_by_index"))):
@@ -201,6 +203,16 @@ def _cases() -> list[tuple[str, Callable[[], tuple[Callable[[], object], list[to
             return lambda: tc_torch.matmul(a, b, precision="tf32"), [a, b]
         return make
 
+    def matmul_copied_first(transposed: str) -> Any:
+        def make() -> Any:  # tf32 A^T B: one operand copied K-contiguous by the transpose kernel
+            if transposed == "a":  # (A the smaller operand, N >= TRANSPOSE_FIRST_MIN)
+                a, b = _r(16, 8).t(), _r(16, mm.TRANSPOSE_FIRST_MIN + 6)
+            else:  # B the smaller, M >= TRANSPOSE_FIRST_MIN
+                a, b = _r(16, mm.TRANSPOSE_FIRST_MIN + 6).t(), _r(16, 8)
+            assert mm.pick_transpose_first(a.shape[0], b.shape[1], 16, True, False) == transposed
+            return lambda: tc_torch.matmul(a, b, precision="tf32"), [a, b]
+        return make
+
     def matmul_row_slice() -> Any:
         a, b = _r(30, 20)[3:4], _r(20, 9)[:, :7]  # one row; a row stride of 9
         return lambda: tc_torch.matmul(a, b), [a, b]
@@ -217,6 +229,8 @@ def _cases() -> list[tuple[str, Callable[[], tuple[Callable[[], object], list[to
             ("cross_entropy_backward", cross_entropy_backward), ("transpose", transpose),
             ("matmul", matmul(False, False)), ("matmul a^T", matmul(True, False)),
             ("matmul b^T", matmul(False, True)), ("matmul a^T b^T", matmul(True, True)),
+            ("matmul a^T, a copied first", matmul_copied_first("a")),
+            ("matmul a^T, b copied first", matmul_copied_first("b")),
             ("matmul row slice", matmul_row_slice)]
 
 
@@ -334,3 +348,13 @@ def test_cross_entropy_mean_divides_by_the_rows_not_ignored(dtype: torch.dtype) 
     expected = (loss.sum() / (t != 3).sum().to(loss.dtype)).to(dtype)
     got = tc_torch.cross_entropy(x, t, ignore_index=3)
     assert got.dtype == dtype and torch.equal(got, expected)
+
+
+def test_matmul_fast_path_copies_the_operand_the_general_path_copies(gpu: FakeGpu) -> None:
+    # tf32 A^T B on sm_90 (faked): both paths launch the transpose kernel, then the matmul kernel
+    # of the layout the copy makes (A row-major: neither operand transposed)
+    a, b = _r(16, 8).t(), _r(16, mm.TRANSPOSE_FIRST_MIN)
+    for _ in range(2):
+        tc_torch.matmul(a, b, precision="tf32")
+    kernels = [key[:2] + (dict(key[2]).get("USE_A"),) for key, _, _ in gpu.launches]  # type: ignore[index]
+    assert kernels == [("transpose", "transpose", None), ("matmul", "matmul", "a")] * 2

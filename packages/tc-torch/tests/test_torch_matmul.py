@@ -118,6 +118,55 @@ def test_matmul_expanded_operands_read_in_place() -> None:
     torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("plan", ["a", "b", "none"])
+def test_matmul_copies_an_operand_k_contiguous_first(plan: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A^T B with both operands MN-contiguous: the plan copies A (row-major) or B (column-major)
+    # with tc's transpose kernel and runs the other variant; the product is the same
+    from tc_torch.ops import transpose as tr
+
+    copies: list[tuple[int, ...]] = []
+    real = tr.transpose_out
+
+    def recorded(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        copies.append(tuple(x.shape))
+        return real(y, x)
+
+    monkeypatch.setattr(tr, "transpose_out", recorded)
+    torch.manual_seed(5)
+    a = torch.randn(19, 23).t()  # (23, 19), M-contiguous
+    b = torch.randn(19, 29)  # N-contiguous
+    c = torch.empty(1, 23, 29)
+    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), transpose_first=plan)
+    torch.testing.assert_close(c[0], a @ b, atol=1e-5, rtol=1e-5)
+    assert copies == {"a": [(19, 23)], "b": [(19, 29)], "none": []}[plan]
+
+
+def test_matmul_transpose_first_choice_and_refusal() -> None:
+    big = mm.TRANSPOSE_FIRST_MIN
+    k = int(mm.TRANSPOSE_FIRST_MIN_FLOPS / (2 * big * big)) + 1  # (just enough flops at big^2)
+    # only A^T B (A M-contiguous, B N-contiguous) is copied; the smaller operand, A on a tie
+    assert mm.pick_transpose_first(big, big, k, True, False) == "a"
+    assert mm.pick_transpose_first(2 * big, big, k, True, False) == "b"  # B is the smaller
+    assert mm.pick_transpose_first(big, 2 * big, k, True, False) == "a"
+    # ... when the other operand's free dimension pays for the copy
+    assert mm.pick_transpose_first(big - 1, big - 1, 2 * k, True, False) == "none"
+    assert mm.pick_transpose_first(big - 1, big // 2, 4 * k, True, False) == "none"
+    # ... and the product is large enough
+    assert mm.pick_transpose_first(big, big, k - 2, True, False) == "none"
+    for ta, tb in ((False, False), (False, True), (True, True)):
+        assert mm.pick_transpose_first(4 * big, 4 * big, 4 * big, ta, tb) == "none"
+    c = torch.empty(1, 2, 2)
+    with pytest.raises(ValueError, match="transpose_first must be one of"):
+        mm.matmul_out(c, torch.randn(1, 2, 3), torch.randn(1, 3, 2), transpose_first="yes")
+    # a batched operand (its own matrix per batch) is read in place whatever the plan says
+    a = torch.randn(2, 5, 4).transpose(1, 2)
+    b = torch.randn(2, 5, 3)
+    c = torch.empty(2, 4, 3)
+    mm.matmul_out(c, a, b, transpose_first="a")
+    torch.testing.assert_close(c, a @ b, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 def test_matmul_batched_variants(ta: bool, tb: bool) -> None:
@@ -276,3 +325,23 @@ def test_matmul_tf32_on_the_gpu_matches_torch_tf32(ta: bool, tb: bool) -> None:
     # 2.9e-4 relative at 4096^3)
     assert 1e-5 < err < 4 * ref_err
     assert float((got - ref).abs().max()) < 1e-2 * float(ref.abs().max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("plan", ["auto", "a", "b", "none"])
+def test_matmul_tf32_transpose_first_on_the_gpu(plan: str) -> None:
+    # dB = A^T dC in tf32 at sizes that are not multiples of any tile, with and without the copy
+    # of one operand K-contiguous first ("auto" copies A here: N >= TRANSPOSE_FIRST_MIN on sm_90)
+    torch.manual_seed(6)
+    m, n = 1000, mm.TRANSPOSE_FIRST_MIN + 100
+    k = int(mm.TRANSPOSE_FIRST_MIN_FLOPS / (2 * m * n)) + 7
+    a = torch.randn(k, m, device="cuda").t()
+    b = torch.randn(k, n, device="cuda")
+    c = torch.empty(1, m, n, device="cuda")
+    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), precision="tf32", transpose_first=plan)
+    exact = a.double() @ b.double()
+    err = float((c[0].double() - exact).norm() / exact.norm())
+    assert 1e-5 < err < 2e-3
+    auto = tc_torch.matmul(a, b, precision="tf32")  # (the op's fast path leaves the plan to it)
+    assert float((auto.double() - exact).norm() / exact.norm()) < 2e-3

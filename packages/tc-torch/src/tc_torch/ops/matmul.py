@@ -19,6 +19,7 @@ import tc_runtime as tc
 from ..devices import (FLOAT_DTYPES, INT32_LIMIT, acc_type, check_extent, check_tensor, cuda_index,
                        device_of, launch, on_cuda, tc_type)
 from ..library import get_kernel
+from . import transpose as transpose_op
 
 OP = "tc_torch.matmul"
 PRECISIONS = ("ieee", "tf32")
@@ -122,10 +123,69 @@ def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
     return t, False, max(cols, 1)
 
 
+#: tf32 products whose operands both lie M- or N-contiguous (A^T B: dB = A^T dC in training) copy
+#: the smaller operand K-contiguous first (tc_torch.transpose) when the product has at least
+#: TRANSPOSE_FIRST_MIN_FLOPS and the other operand's free dimension is at least
+#: TRANSPOSE_FIRST_MIN: wgmma reads 32-bit operands K-major only, and with both operands MN-major
+#: the kernel restages one of them in every K step (tc_opt.k_major_operands), which runs at about
+#: 0.7x the other layouts' TFLOPS on an H100 (234 against 311-333 at 4096^3 and 8192^3), far more
+#: than one transposition at the bandwidth limit costs. Below the bounds the copy's own time and
+#: launch lost on an H100: 1024^3 and 1280^3 ran 0.36x / 0.59x torch with a copy against 0.58x /
+#: 0.95x without, 1536^3 1.14-1.29x against 0.96x, 1024x1024x8192 0.67x against 0.54x
+#: (tools/bench_tf32_plans.py; BENCHMARKS.md, 2026-11-25 thirteenth session).
+TRANSPOSE_FIRST_MIN = 1024
+TRANSPOSE_FIRST_MIN_FLOPS = 6e9
+TRANSPOSE_FIRST = ("auto", "a", "b", "none")
+
+_sm90: dict[int, bool] = {}
+
+
+def _has_wgmma(device: torch.device) -> bool:
+    """Whether the CUDA device runs the sm_90 tensor-core path (memoized per device index)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    found = _sm90.get(index)
+    if found is None:
+        found = _sm90[index] = torch.cuda.get_device_capability(index)[0] == 9
+    return found
+
+
+def pick_transpose_first(m: int, n: int, k: int, ta: bool, tb: bool) -> str:
+    """Which operand a tf32 product on sm_90 copies K-contiguous before it runs: "a", "b" or
+    "none" (see TRANSPOSE_FIRST_MIN). Only A^T B qualifies; of its operands the smaller one (A on
+    a tie: A B then runs with B^T in registers, the fastest tf32 layout) is copied, when the
+    product is large enough and the other operand's free dimension pays for the copy."""
+    if not ta or tb or 2.0 * m * n * k < TRANSPOSE_FIRST_MIN_FLOPS:
+        return "none"
+    if m * k <= k * n:
+        return "a" if n >= TRANSPOSE_FIRST_MIN else "none"
+    return "b" if m >= TRANSPOSE_FIRST_MIN else "none"
+
+
+def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool, int]:
+    """A K-contiguous copy of the one matrix x (1, R, C) holds, made by tc's transpose kernel, as
+    _layout returns it: A (M-contiguous, transposed) becomes row-major; B (N-contiguous) becomes
+    column-major, the transposed variant with leading dimension K."""
+    mat = x[0]
+    if transposed:  # A: [M, K] with M contiguous, i.e. A^T row-major in memory
+        y = torch.empty(mat.shape, dtype=x.dtype, device=x.device)
+        transpose_op.transpose_out(y, mat.t())
+        return y.unsqueeze(0), False, max(int(mat.shape[1]), 1)
+    y = torch.empty((mat.shape[1], mat.shape[0]), dtype=x.dtype, device=x.device)
+    transpose_op.transpose_out(y, mat)  # B^T, row-major: B column-major
+    return y.t().unsqueeze(0), True, max(int(mat.shape[0]), 1)
+
+
 def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
-               configs: list[tc.Config] | None = None, precision: str = "ieee") -> torch.Tensor:
+               configs: list[tc.Config] | None = None, precision: str = "ieee", *,
+               transpose_first: str = "auto") -> torch.Tensor:
     """c = a @ b for a (Z|1, M, K), b (Z|1, K, N) and a contiguous c (Z, M, N); a batch of 1 is
-    broadcast (batch stride 0). No autograd."""
+    broadcast (batch stride 0). No autograd. `transpose_first` ("auto", "a", "b" or "none") says
+    whether an MN-contiguous operand is copied K-contiguous first; "auto" does so for the tf32
+    products of sm_90 that `pick_transpose_first` picks. An operand already K-contiguous, or a batched
+    one, is never copied."""
+    if transpose_first not in TRANSPOSE_FIRST:
+        raise ValueError(f"{OP}: transpose_first must be one of {', '.join(TRANSPOSE_FIRST)}, got "
+                         f"{transpose_first!r}")
     device = device_of([c, a, b], OP)
     z, m, n = c.shape
     k = a.shape[-1]
@@ -133,6 +193,14 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
         return c
     a, ta, lda = _layout(a)
     b, tb, ldb = _layout(b)
+    plan = transpose_first
+    if plan == "auto":
+        tf32_wgmma = precision == "tf32" and on_cuda(device) and _has_wgmma(device)
+        plan = pick_transpose_first(m, n, k, ta, tb) if tf32_wgmma else "none"
+    if plan == "a" and ta and a.shape[0] == 1:
+        a, ta, lda = _k_contiguous(a, True)
+    elif plan == "b" and not tb and b.shape[0] == 1:
+        b, tb, ldb = _k_contiguous(b, False)
     check_extent(OP, a, b, c)
     if z > 65535:
         raise ValueError(f"{OP}: a batch of {z} matrices is more than the grid allows (65535)")
@@ -181,6 +249,22 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     lb = _operand(k, n, b.stride())
     if la is None or lb is None or la[2] >= INT32_LIMIT or lb[2] >= INT32_LIMIT:
         return None
+    if precision == "tf32" and la[0] and not lb[0]:  # A^T B: copy an operand first? (matmul_out)
+        plan = pick_transpose_first(m, n, k, True, False)
+        if plan != "none":
+            wgmma = _sm90.get(i)
+            if wgmma is None:
+                return None
+            if wgmma and plan == "a":
+                at = transpose_op._fast_transpose(a.t())  # (None unless A^T is contiguous)
+                if at is None:
+                    return None
+                a, la = at, (False, k, m * k)
+            elif wgmma:
+                bt = transpose_op._fast_transpose(b)
+                if bt is None:
+                    return None
+                b, lb = bt.t(), (True, k, k * n)
     kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
     if kern is None:
         return None
