@@ -437,7 +437,8 @@ def tf32_bench(r: Report) -> None:
     r.say((proc.stdout + proc.stderr)[-5000:])
     r.check("tf32 A^T B equals a float64 product with and without an operand copied first",
             proc.returncode == 0, f"exit {proc.returncode}")
-    for line in proc.stdout.splitlines():
+    table = proc.stdout.split("\nplans (", 1)[-1]  # (the summary: each shape's line once)
+    for line in table.splitlines():
         if " A^T B: torch " in line and line[:1].isdigit():
             head, _, rest = line.partition(": ")
             r.number(f"tf32 plans {head}", rest)

@@ -64,7 +64,8 @@ TENSOR_CORE_CONFIGS = [
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
 #: stages measured best on an H100 (372 TFLOPS alone at 4096^3, 0.95x cuBLAS in rounds); with A
-#: transposed (A read into registers, B restaged or K-contiguous) 128x256x32 (0.94x). The 4-warp
+#: transposed (A read into registers, B restaged or K-contiguous) 128x256x32 (0.94x; a large A^T B
+#: copies an operand K-contiguous first instead: TRANSPOSE_FIRST_MIN below). The 4-warp
 #: tiles serve small products and GPUs before sm_90 (mma.sync). The persistent ones apply to
 #: A B^T (both operands K-contiguous; 1-2% over the plain tiles there, H100 2026-11-25) and
 #: compile as the plain loop in the other layouts (tc_opt.warp_specialize.can_specialize).
