@@ -151,3 +151,43 @@ def test_broadcast_batch_is_one_batch_of_a_positive_stride() -> None:
     assert extents == (200, 300, 1) and strides == (512, 16)
     with pytest.raises(TcLaunchError, match="16-byte aligned"):  # a zero row stride is still refused
         map_geometry(MAP_BATCHED, (*_args(lda=0), 0, 0, 0))
+
+
+def test_packer_skips_the_maps_when_their_arguments_repeat() -> None:
+    # a launch with the same pointers, extents and strides leaves the maps in place (no look-up);
+    # a change of any of them (here M, A's row extent) brings them up to date
+    p = packer_for(Signature("mm", KINDS, NAMES), [MAP_A, MAP_B], FakeCu())
+    assert isinstance(p, TmaArgPacker)
+    looked_up: list[int] = []
+    real_get = p.cache.get
+
+    def get(spec: Any, values: Any) -> bytes:
+        looked_up.append(int(spec["base"]))
+        return real_get(spec, values)
+
+    p.cache.get = get  # type: ignore[method-assign]
+    p.pack(_args())
+    assert looked_up == [0, 1]
+    p.pack(_args())
+    p.pack(tuple(_args()))
+    assert looked_up == [0, 1]
+    args = list(_args())
+    args[3] = 301  # M: A's map covers 301 rows now
+    address = p.pack(tuple(args))
+    assert looked_up == [0, 1, 0, 1]
+    pointers = [int(x or 0) for x in (ctypes.c_void_p * 11).from_address(address)]
+    assert ctypes.c_int32.from_address(pointers[3]).value == 301
+    assert p.map_bytes(0) == real_get(MAP_A, tuple(args))
+    # arguments struct cannot take as they are (a numpy-style integer pointer) are normalized
+    class Index:
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def __index__(self) -> int:
+            return self.value
+
+    args[0] = Index(0x60000)
+    p.pack(tuple(args))
+    assert struct.unpack_from("<Q", p.map_bytes(0))[0] == 0x60000
+    with pytest.raises(Exception, match="alignment|aligned|16"):
+        p.pack((0x60001, *args[1:]))  # (a misaligned base is refused, not packed stale)
