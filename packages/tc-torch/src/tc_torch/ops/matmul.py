@@ -130,10 +130,11 @@ def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
 #: TRANSPOSE_FIRST_MIN: wgmma reads 32-bit operands K-major only, and with both operands MN-major
 #: the kernel restages one of them in every K step (tc_opt.k_major_operands), which runs at about
 #: 0.7x the other layouts' TFLOPS on an H100 (234 against 311-333 at 4096^3 and 8192^3), far more
-#: than one transposition at the bandwidth limit costs. Below the bounds the copy's own time and
-#: launch lost on an H100: 1024^3 and 1280^3 ran 0.36x / 0.59x torch with a copy against 0.58x /
-#: 0.95x without, 1536^3 1.14-1.29x against 0.96x, 1024x1024x8192 0.67x against 0.54x
-#: (tools/bench_tf32_plans.py; BENCHMARKS.md, 2026-11-25 thirteenth session).
+#: than one transposition at the bandwidth limit costs. H100, x torch without / with the copy
+#: (tools/bench_tf32_plans.py; BENCHMARKS.md, 2026-11-25 thirteenth session): 512^3 0.80 / 0.76,
+#: 1024^3 0.76 / 0.82-0.84, 1536^3 0.95 / 1.23-1.26, 2048^3 1.02 / 1.27, 4096^3 1.05 / 1.44. The
+#: bounds were set while launches of TMA kernels cost 22 us of host time (1024^3 and 1280^3 then
+#: lost with the copy); since b091f9e 1024^3 gains a little: measure 1024-1536 before lowering.
 TRANSPOSE_FIRST_MIN = 1024
 TRANSPOSE_FIRST_MIN_FLOPS = 6e9
 TRANSPOSE_FIRST = ("auto", "a", "b", "none")
@@ -182,8 +183,8 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     """c = a @ b for a (Z|1, M, K), b (Z|1, K, N) and a contiguous c (Z, M, N); a batch of 1 is
     broadcast (batch stride 0). No autograd. `transpose_first` ("auto", "a", "b" or "none") says
     whether an MN-contiguous operand is copied K-contiguous first; "auto" does so for the tf32
-    products of sm_90 that `pick_transpose_first` picks. An operand already K-contiguous, or a batched
-    one, is never copied."""
+    products of sm_90 that `pick_transpose_first` picks. An operand already K-contiguous, or a
+    batched one, is never copied."""
     if transpose_first not in TRANSPOSE_FIRST:
         raise ValueError(f"{OP}: transpose_first must be one of {', '.join(TRANSPOSE_FIRST)}, got "
                          f"{transpose_first!r}")
