@@ -153,7 +153,7 @@ def test_broadcast_batch_is_one_batch_of_a_positive_stride() -> None:
         map_geometry(MAP_BATCHED, (*_args(lda=0), 0, 0, 0))
 
 
-def test_packer_skips_the_maps_when_their_arguments_repeat() -> None:
+def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
     # a launch with the same pointers, extents and strides leaves the maps in place (no look-up);
     # a change of any of them (here M, A's row extent) brings them up to date
     p = packer_for(Signature("mm", KINDS, NAMES), [MAP_A, MAP_B], FakeCu())
@@ -165,13 +165,13 @@ def test_packer_skips_the_maps_when_their_arguments_repeat() -> None:
         looked_up.append(int(spec["base"]))
         return real_get(spec, values)
 
-    p.cache.get = get  # type: ignore[method-assign]
+    monkeypatch.setattr(p.cache, "get", get)
     p.pack(_args())
     assert looked_up == [0, 1]
     p.pack(_args())
     p.pack(tuple(_args()))
     assert looked_up == [0, 1]
-    args = list(_args())
+    args: list[object] = list(_args())
     args[3] = 301  # M: A's map covers 301 rows now
     address = p.pack(tuple(args))
     assert looked_up == [0, 1, 0, 1]
