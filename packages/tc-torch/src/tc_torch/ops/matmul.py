@@ -132,11 +132,10 @@ def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
 #: 0.7x the other layouts' TFLOPS on an H100 (234 against 311-333 at 4096^3 and 8192^3), far more
 #: than one transposition at the bandwidth limit costs. H100, x torch without / with the copy
 #: (tools/bench_tf32_plans.py; BENCHMARKS.md, 2026-11-25 thirteenth session): 512^3 0.80 / 0.76,
-#: 1024^3 0.76 / 0.82-0.84, 1536^3 0.95 / 1.23-1.26, 2048^3 1.02 / 1.27, 4096^3 1.05 / 1.44. The
-#: bounds were set while launches of TMA kernels cost 22 us of host time (1024^3 and 1280^3 then
-#: lost with the copy); since b091f9e 1024^3 gains a little: measure 1024-1536 before lowering.
-TRANSPOSE_FIRST_MIN = 1024
-TRANSPOSE_FIRST_MIN_FLOPS = 6e9
+#: 768^3 0.79 / 0.83, 1024^3 0.76 / 0.82, 1280^3 0.92 / 1.02, 1536^3 0.95 / 1.23-1.26, 2048^3
+#: 1.02 / 1.27, 4096^3 1.05 / 1.44, 8192^3 0.99 / 1.35; 2048x1024x1024 (B copied) 0.97 / 1.05.
+TRANSPOSE_FIRST_MIN = 768
+TRANSPOSE_FIRST_MIN_FLOPS = 8e8
 TRANSPOSE_FIRST = ("auto", "a", "b", "none")
 
 _sm90: dict[int, bool] = {}
