@@ -250,22 +250,20 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     lb = _operand(k, n, b.stride())
     if la is None or lb is None or la[2] >= INT32_LIMIT or lb[2] >= INT32_LIMIT:
         return None
-    if precision == "tf32" and la[0] and not lb[0]:  # A^T B: copy an operand first? (matmul_out)
-        plan = pick_transpose_first(m, n, k, True, False)
-        if plan != "none":
-            wgmma = _sm90.get(i)
-            if wgmma is None:
+    plan = pick_transpose_first(m, n, k, la[0], lb[0]) if precision == "tf32" else "none"
+    if plan != "none":  # copy an operand K-contiguous first, as matmul_out does
+        wgmma = _sm90.get(i)
+        if wgmma is None:
+            return None  # (matmul_out asks torch for the arch once)
+        if wgmma:
+            # (None unless the operand's row-major form is contiguous: the general path copies it)
+            copy = transpose_op._fast_transpose(a.t() if plan == "a" else b)
+            if copy is None:
                 return None
-            if wgmma and plan == "a":
-                at = transpose_op._fast_transpose(a.t())  # (None unless A^T is contiguous)
-                if at is None:
-                    return None
-                a, la = at, (False, k, m * k)
-            elif wgmma:
-                bt = transpose_op._fast_transpose(b)
-                if bt is None:
-                    return None
-                b, lb = bt.t(), (True, k, k * n)
+            if plan == "a":
+                a, la = copy, (False, k, m * k)
+            else:
+                b, lb = copy.t(), (True, k, k * n)
     kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
     if kern is None:
         return None
