@@ -11,7 +11,9 @@ Sections (each guarded, so one failure still prints the table):
   4. host overhead of one launch; tc_runtime's launch against Triton and CuPy, cached kernels
   5. softmax (tools/bench_softmax.py) and the other memory-bound kernels (tools/bench_memory.py)
      against torch and Triton peers; compile and disk-cache times
-  6. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
+  6. matmuls: tools/bench_matmul.py, bench_matmul_backward.py, tf32_check.py, bench_tf32_plans.py,
+     and sustained runs with the clock and power they get (tools/bench_power.py)
+  7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -444,6 +446,27 @@ def tf32_bench(r: Report) -> None:
             r.number(f"tf32 plans {head}", rest)
 
 
+#: tools/bench_power.py's cases in gpu_check: the issue's squares where the ratios sit near 1.0x.
+POWER_CASES = ("fp16:4096:128,256,64,8,3,p,s;bf16:4096:128,256,64,8,3,p,s;tf32:8192:256,128,32,8,4;"
+               "tf32dA:8192:128,256,32,8,3,p")
+
+
+def power_bench(r: Report) -> None:
+    """Sustained matmuls (tools/bench_power.py): each provider alone for seconds, with the SM clock
+    and board power nvidia-smi reads meanwhile (at the 700 W cap a kernel's energy per FLOP sets
+    its clock). TC_POWER_CASES replaces the cases."""
+    cases = os.environ.get("TC_POWER_CASES", POWER_CASES)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_power.py"), cases, "--rounds", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r.say((proc.stdout + proc.stderr)[-5000:])
+    r.check("sustained matmuls ran and were checked against a float64 product",
+            proc.returncode == 0 and "WRONG" not in proc.stdout, f"exit {proc.returncode}")
+    for line in proc.stdout.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[1][:1].isdigit():
+            r.number(f"sustained {cells[0]}", f"{cells[1]} TFLOPS at {cells[2]} MHz, {cells[3]} W")
+
+
 def sweeps(r: Report) -> None:
     """The spec's sweeps (tools/bench_sweeps.py): tc against torch and Triton, plots and tables
     into the logs archive. TC_SWEEPS_ARGS passes arguments (default: all four sweeps, --quick)."""
@@ -521,6 +544,7 @@ def main() -> int:
             ("memory-bound kernels benchmark", memory_bench),
             ("matmul benchmark", matmul_bench),
             ("tf32 benchmark", tf32_bench),
+            ("power: sustained matmuls", power_bench),
             ("benchmark sweeps", sweeps),
             ("tutorials", tutorials),
             ("compute-sanitizer", sanitizer),

@@ -17,6 +17,9 @@ Correct variants (checked against torch first):
   multicast  the same, and each CTA loads half of B's panels into both (.multicast::cluster)
   deeper     (4 stages) two wgmma groups in flight instead of one: more work queued on the
              tensor cores when a step's operands arrive late, the same lead for the loads
+  halves     each m64n256k16 as two m64n128k16 (columns 0-127, then 128-255 of B's slot: two of
+             its four 64-column panels further), as cuBLAS's 256x128 loop issues its products
+  halvesk    the same, all K steps of the first half before those of the second
 
 A rank-1 CTA's shared addresses carry bit 24 (its window in the cluster's shared space), so the
 edits mask a wgmma descriptor's start address to its 14 bits (the compiler does not: it never
@@ -41,7 +44,7 @@ LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mb
                   r"(\[%r\d+\]), \[(%rd\d+), (\{%r\d+, %r\d+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group")
 TIMING_ONLY = ("halfB", "noA", "nostore", "nowait")
-CORRECT = ("cluster", "multicast", "deeper")
+CORRECT = ("cluster", "multicast", "deeper", "halves", "halvesk")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
 
 
@@ -147,6 +150,41 @@ def deeper_variant(ptx: str, stages: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+WGMMA = re.compile(r"^\s*\{ \.reg \.pred p; setp\.ne\.b32 p, (%r\d+), 0; "
+                   r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.(\w+)\.(\w+) \{([^}]*)\}, "
+                   r"(%rd\d+), (%rd\d+), p, 1, 1, 0, 1; \}$")
+#: B's slot holds 64-column panels of 8 KiB (an N-contiguous B, 128-byte swizzle): columns 128-255
+#: start 16 KiB further, 1024 in the descriptor's 16-byte units.
+HALF_B_OFFSET = 1024
+
+
+def halves_variant(ptx: str, k_first: bool) -> str:
+    """Each m64n256k16 of the loop as two m64n128k16 (accumulator registers 0-63 then 64-127:
+    columns 0-127, 128-255); with `k_first`, the loop's first halves for every K step, then the
+    second halves (all at the place of the last product, where every descriptor is computed)."""
+    lines = ptx.splitlines()
+    found = [(i, m) for i, line in enumerate(lines) if (m := WGMMA.match(line))]
+    if len(found) != 4:
+        raise ValueError(f"halves: {len(found)} m64n256k16 products in the loop, expected 4")
+
+    def product(m: re.Match[str], half: int) -> str:
+        scale, ta, tb, regs, da, db = m.groups()
+        acc = [r.strip() for r in regs.split(",")]
+        desc = "d" if half else db
+        return (f"{{ .reg .pred p; .reg .b64 d; setp.ne.b32 p, {scale}, 0; add.s64 d, {db}, {HALF_B_OFFSET}; "
+                f"wgmma.mma_async.sync.aligned.m64n128k16.f32.{ta}.{tb} {{{', '.join(acc[64 * half:64 * half + 64])}}}, "
+                f"{da}, {desc}, p, 1, 1, 0, 1; }}")
+
+    if k_first:
+        for i, _ in found:
+            lines[i] = ""
+        lines[found[-1][0]] = "\n".join(product(m, h) for h in (0, 1) for _, m in found)
+    else:
+        for i, m in found:
+            lines[i] = product(m, 0) + "\n" + product(m, 1)
+    return "\n".join(lines) + "\n"
+
+
 def edited(ck: Any, ptx: str) -> Any:
     """A copy of compiled kernel `ck` with other PTX (loaded from PTX: no cubin)."""
     keep = ("name", "num_warps", "shared_bytes", "persistent", "signature", "arg_names", "tensor_maps", "registers")
@@ -173,6 +211,8 @@ def main() -> None:
             try:
                 if v == "deeper":
                     ptx = deeper_variant(ck.ptx, stages)
+                elif v in ("halves", "halvesk"):
+                    ptx = halves_variant(ck.ptx, v == "halvesk")
                 else:
                     ptx = cluster_variant(ck.ptx, v == "multicast") if v in CORRECT else timing_variant(ck.ptx, v)
                 kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, ptx)), v in CORRECT)

@@ -1,0 +1,61 @@
+"""tools/bench_power.py's parts that need no GPU: reading nvidia-smi's samples, the statistics of
+a provider's window and the tile syntax of its cases."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "bench_power.py"
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_tc_bench_power", TOOL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bp = _tool()
+
+
+def test_a_sample_line_is_read_with_its_fraction_of_a_second() -> None:
+    s = bp.parse_sample("2026/11/25 09:39:12.250, 1515, 690.70, 57, 0x0000000000000004\n")
+    assert s is not None
+    assert s.clock_mhz == 1515 and s.power_w == pytest.approx(690.7) and s.temp_c == 57
+    assert s.throttle == "0x0000000000000004"
+    whole = time.mktime(time.strptime("2026/11/25 09:39:12", "%Y/%m/%d %H:%M:%S"))
+    assert s.time == pytest.approx(whole + 0.25)
+
+
+@pytest.mark.parametrize("line", ["", "timestamp, clocks.sm [MHz], power.draw [W]",
+                                  "2026/11/25 09:39:12.250, [N/A], 690.70, 57, 0x4",
+                                  "2026/11/25 09:39:12.250, 1515, 690.70"])
+def test_lines_that_are_not_samples_are_skipped(line: str) -> None:
+    assert bp.parse_sample(line) is None
+
+
+def test_a_window_takes_the_medians_of_its_own_samples() -> None:
+    S = bp.Sample
+    samples = [S(0.0, 1980, 100, 40, "0x0"),  # before the window: not counted
+               S(1.0, 1500, 690, 60, "0x4"), S(1.1, 1400, 700, 61, "0x4"), S(1.2, 1450, 695, 62, "0x1"),
+               S(5.0, 1980, 100, 40, "0x0")]  # after it
+    w = bp.summarize("tc", 350.0, samples, 0.5, 2.0)
+    assert (w.clock_mhz, w.power_w, w.temp_c, w.throttle, w.samples) == (1450, 695, 61, "0x4", 3)
+    empty = bp.summarize("tc", 350.0, samples, 2.0, 3.0)
+    assert empty.samples == 0 and math.isnan(empty.clock_mhz)
+
+
+def test_tiles_name_their_schedule_with_letters() -> None:
+    assert bp.parse_tile("128,256,64,8,3") == ((128, 256, 64, 8, 3), {})
+    assert bp.parse_tile("128,256,64,8,3,p,s") == ((128, 256, 64, 8, 3), {"persistent": True, "tma_store": True})
+    with pytest.raises(ValueError, match="unknown schedule letters"):
+        bp.parse_tile("128,256,64,8,3,w")
+    with pytest.raises(ValueError, match="MB,NB,KB,warps,stages"):
+        bp.parse_tile("128,256,64")
