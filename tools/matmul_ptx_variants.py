@@ -25,6 +25,8 @@ A rank-1 CTA's shared addresses carry bit 24 (its window in the cluster's shared
 edits mask a wgmma descriptor's start address to its 14 bits (the compiler does not: it never
 launches clusters). H100, 2026-11-25 (3 stages): halfB 1.13-1.14x and noA 1.08-1.12x the
 unedited kernel's speed, cluster and multicast 0.99-1.02x (BENCHMARKS.md, tenth session).
+halves and halvesk (fourteenth session): 0.994x cuBLAS -> 0.940x / 0.929x at 4096^3, 1.057x ->
+1.025x / 1.014x at 8192^3.
 """
 
 from __future__ import annotations
