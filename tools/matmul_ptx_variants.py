@@ -172,10 +172,10 @@ def halves_variant(ptx: str, k_first: bool) -> str:
     def product(m: re.Match[str], half: int) -> str:
         scale, ta, tb, regs, da, db = m.groups()
         acc = [r.strip() for r in regs.split(",")]
-        desc = "d" if half else db
-        return (f"{{ .reg .pred p; .reg .b64 d; setp.ne.b32 p, {scale}, 0; add.s64 d, {db}, {HALF_B_OFFSET}; "
+        offset = f".reg .b64 d; add.s64 d, {db}, {HALF_B_OFFSET}; " if half else ""  # (columns 128-255)
+        return (f"{{ .reg .pred p; {offset}setp.ne.b32 p, {scale}, 0; "
                 f"wgmma.mma_async.sync.aligned.m64n128k16.f32.{ta}.{tb} {{{', '.join(acc[64 * half:64 * half + 64])}}}, "
-                f"{da}, {desc}, p, 1, 1, 0, 1; }}")
+                f"{da}, {'d' if half else db}, p, 1, 1, 0, 1; }}")
 
     if k_first:
         for i, _ in found:
