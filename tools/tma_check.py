@@ -34,8 +34,10 @@ def _masked_source() -> str:
 
 
 #: How the loop's operands arrive: cp.async, TMA, TMA with a producer warp (warp_specialize), a
-#: persistent grid; "+store": the epilogue as TMA bulk stores (CompileOptions.tma_store).
-MODES = ("cp.async", "tma", "tma+ws", "persistent", "tma+store", "ws+store", "persistent+store")
+#: persistent grid with a producer warp ("persistent") or without ("tma+p"); "+store": the
+#: epilogue as TMA bulk stores (CompileOptions.tma_store).
+MODES = ("cp.async", "tma", "tma+ws", "persistent", "tma+p", "tma+store", "ws+store", "persistent+store",
+         "tma+p+store")
 
 
 def build(src: str, cfg: tuple[int, int, int, int, int], mode: str, spec: list[str | None]) -> Any:
@@ -45,7 +47,7 @@ def build(src: str, cfg: tuple[int, int, int, int, int], mode: str, spec: list[s
     mb, nb, kb, w, s = cfg
     options = CompileOptions(arch="sm_90", num_warps=w, num_stages=s, specialization=spec,
                              tma=mode != "cp.async", warp_specialize=mode.startswith(("tma+ws", "persistent", "ws")),
-                             persistent=mode.startswith("persistent"), tma_store=mode.endswith("+store"))
+                             persistent=mode.startswith(("persistent", "tma+p")), tma_store=mode.endswith("+store"))
     return tc_compile(src, defines={"TYPE": "half", "MB": mb, "NB": nb, "KB": kb}, options=options)
 
 

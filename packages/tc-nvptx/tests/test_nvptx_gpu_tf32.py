@@ -123,3 +123,28 @@ def test_fused_transposed_tf32_matmul(variant: str, stages: int) -> None:
     torch.cuda.synchronize()
     _check(c, a, b)
 
+
+
+@pytest.mark.parametrize("size", [(208, 336, 320), (2064, 2000, 304), (1024, 1024, 1024)])
+@pytest.mark.parametrize("cfg", [(256, 128, 32, 8, 4), (128, 256, 32, 8, 3)], ids=lambda c: "x".join(map(str, c)))
+def test_persistent_tf32_matmul(cfg: tuple[int, int, int, int, int], size: tuple[int, int, int]) -> None:
+    """A B computed transposed (B^T in registers) on a persistent grid without a producer warp
+    (tc_opt.persistent), through the runtime: each CTA runs several programs at the larger sizes,
+    each program's barriers and epilogue reusing the shared memory of the previous one. M, N and
+    K are not multiples of the tile (the maps' extents mask the edges); the strides are multiples
+    of 16 elements, which TMA copies (and so the persistent grid) need."""
+    import tc_runtime as tc
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("needs a Hopper GPU (TMA, wgmma)")
+    mb, nb, kb, warps, stages = cfg
+    m, n, k = size
+    a, b = _rand(m, k), _rand(k, n)
+    c = torch.empty(m, n, device="cuda")
+    conf = tc.config({"MB": mb, "NB": nb, "KB": kb}, num_warps=warps, num_stages=stages, options={"persistent": True})
+    kern = tc.kernel(MASKED, device="cuda", autotune_configs=[conf], fp32_dot="tf32")
+    kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, a.stride(0), b.stride(0), c.stride(0),
+         grid=lambda opt: (tc.cdiv(m, mb), tc.cdiv(n, nb)))
+    torch.cuda.synchronize()
+    _check(c, a, b)
+    assert kern.info["persistent"] is True and kern.info["num_warps"] == warps

@@ -2,8 +2,8 @@
 (CompileOptions.tma, .warp_specialize, .persistent, .tma_store): the tutorial kernel at multiples
 of the tile and the masked kernel at odd sizes and at K = 0 (no iteration: the accumulator that
 tc_opt.accumulator_init leaves undefined must come out as zeros), with more programs than SMs,
-against torch. The kernels are launched by tools/tma_check.py's own
-launcher (the runtime does not launch persistent kernels yet)."""
+against torch. "tma+p" is a persistent grid without a producer warp (tc_opt.persistent). The
+kernels are launched by tools/tma_check.py's own launcher (with the runtime's persistent grid)."""
 
 from __future__ import annotations
 
@@ -32,13 +32,13 @@ def _tool() -> Any:
     return mod
 
 
-@pytest.mark.parametrize("mode", ["tma", "tma+ws", "persistent"])
+@pytest.mark.parametrize("mode", ["tma", "tma+ws", "persistent", "tma+p"])
 @pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4)], ids=lambda c: "x".join(map(str, c)))
 def test_specialized_matmuls_match_torch(mode: str, cfg: tuple[int, int, int, int, int]) -> None:
     assert _tool().check_correctness([cfg], (mode,)) == 0
 
 
-@pytest.mark.parametrize("mode", ["tma+store", "ws+store", "persistent+store"])
+@pytest.mark.parametrize("mode", ["tma+store", "ws+store", "persistent+store", "tma+p+store"])
 @pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 4), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3)],
                          ids=lambda c: "x".join(map(str, c)))
 def test_tma_store_epilogues_match_torch(mode: str, cfg: tuple[int, int, int, int, int]) -> None:

@@ -162,17 +162,28 @@ def test_short_and_long_k_rows(kb: int, max_phase: int) -> None:
 
 
 @needs_ptxas
-@pytest.mark.parametrize("ta,tb,persists", [(False, True, True), (False, False, False), (True, False, False)])
-def test_persistent_tf32_products(ta: bool, tb: bool, persists: bool) -> None:
-    # A B^T (both K-contiguous) runs persistent with a producer warp; its float accumulator is
-    # stored from its own registers (8-byte pairs), so the 3-stage 256x128 pipeline fits without
-    # 128 KiB for a layout exchange. A B computed transposed stays a plain loop (a producer warp
-    # made ptxas serialize its wgmma: C7512), as does A^T B (restaged in the loop)
+@pytest.mark.parametrize("ta,tb,producer", [(False, True, True), (False, False, False), (True, False, False)])
+def test_persistent_tf32_products(ta: bool, tb: bool, producer: bool) -> None:
+    # Every layout runs persistent. A B^T (both K-contiguous) with a producer warp; its float
+    # accumulator is stored from its own registers (8-byte pairs), so the 3-stage 256x128
+    # pipeline fits without 128 KiB for a layout exchange. A B computed transposed (a producer
+    # warp made ptxas serialize its wgmma: C7512) and A^T B (restaged in the loop) loop over the
+    # programs without a producer (tc_opt.persistent): their epilogue's exchange reuses the slots
     k = build(ta, tb, 256, 128, 32, 8, 3, persistent=True)
-    assert k.persistent is persists
+    assert k.persistent
     assert "C75" not in k.asm["ptxas"] and k.spills == 0
-    if persists:
+    assert k.num_warps == (9 if producer else 8)
+    if producer:
         assert k.shared_bytes < 3 * (256 + 128) * 32 * 4 + 1024
         # (256 x 128 floats over 256 consumer threads: 64 pairs each; no shared-memory stores)
         assert re.findall(r"\bst\.global\S*", k.ptx) == ["st.global.v2.b32"] * 64
         assert not re.search(r"\bst\.shared", k.ptx)
+    else:
+        plain = build(ta, tb, 256, 128, 32, 8, 3, tma=True)
+        assert not plain.persistent and k.shared_bytes == plain.shared_bytes
+        # each program initializes the barriers after every thread is done with the previous
+        # program's shared memory (its accesses ordered before the copies' async proxy)
+        head = k.ptx[:k.ptx.index("mbarrier.init")]
+        assert re.search(r"fence\.proxy\.async\.shared::cta;(?:(?!mbarrier|ld\.shared|st\.shared).)*bar\.sync\s+0;"
+                         r"(?:(?!ld\.shared|st\.shared).)*$", head, re.S)
+        assert "fence.proxy.async" not in plain.ptx[:plain.ptx.index("mbarrier.init")]

@@ -1008,3 +1008,26 @@ def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda) ->
         tc.config({"MB": 128}, options={"persistent": 1})
     with pytest.raises(ValueError, match="'unroll' is not one of tma, tma_store, warp_specialize, persistent"):
         tc.config({"MB": 128}, options={"unroll": True})
+
+
+def test_persistent_configuration_without_a_producer_warp(fake: FakeCuda) -> None:
+    """options={"persistent": True, "warp_specialize": False}: the kernel still loops over the
+    grid's programs (tc_opt.persistent), on as few CTAs as take the same number each, but of the
+    configuration's 8 warps only, with the program grid after the arguments."""
+    seen: list[tuple[int, ...]] = []
+
+    def body(params: list[int], grid: tuple[int, int, int]) -> None:
+        seen.append(tuple(ctypes.c_int32.from_address(p).value for p in params[3:12]))
+
+    fake.kernels["dot"] = body
+    fake.param_count = 15
+    a, b, c = fake.alloc(4096), fake.alloc(4096), fake.alloc(4096)
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=4,
+                    options={"persistent": True, "warp_specialize": False})
+    assert cfg.options == {"persistent": True, "warp_specialize": False}
+    k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
+    k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 4096, 4096, 64, 64, 64, 64,
+      grid=lambda opt: (tc.cdiv(4096, opt.MB) * tc.cdiv(4096, opt.NB),))
+    assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 8 * 32)
+    assert seen[-1] == (4096, 4096, 64, 64, 64, 64, 512, 1, 1)
+    assert k.info["persistent"] is True

@@ -62,6 +62,12 @@ def _tensor_map(ctx: Ctx, k: int, op: Operation) -> ir.Value:
 @lowers("tc.mbarrier_init")
 def lower_mbarrier_init(ctx: Ctx, op: MBarrierInitOp) -> None:
     bars = view_of(ctx, op.operands[0])
+    if loops_of(op):
+        # (a persistent kernel's next program, tc_opt.persistent: the barriers and the copies
+        # after them reuse shared memory the previous program's epilogue read and wrote; every
+        # thread orders its accesses before the copies' (async proxy) and is done with them)
+        ctx.asm(ir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
+        ctx.barrier()
     pred = ctx.thread0()
     for s in range(bars.shape[0]):
         ctx.asm(ir.VoidType(), f"@$0 mbarrier.init.shared::cta.b64 [$1], {int(op.count)};", "b,r,~{memory}",

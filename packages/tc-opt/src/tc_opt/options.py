@@ -75,8 +75,9 @@ class CompileOptions:
     #: Hopper, with `tma`: a TMA-pipelined wgmma loop gets a producer warp of its own
     #: (tc_opt.warp_specialize; the launch has one warp more than num_warps).
     warp_specialize: bool = False
-    #: With `warp_specialize`: the kernel loops over its programs (tc_opt.warp_specialize), the
-    #: runtime launching one CTA per SM and passing the grid as hidden parameters.
+    #: With `tma`: a kernel with a TMA-pipelined loop loops over its programs (tc_opt.persistent),
+    #: the runtime launching one CTA per SM and passing the grid as hidden parameters; both roles
+    #: do with `warp_specialize` (tc_opt.warp_specialize), the whole body does without a producer.
     persistent: bool = False
     debug: bool = False
     verify: bool = True

@@ -373,26 +373,31 @@ class PipelineLoops(Pass):
             if not loops:
                 continue
             axes = AxisAnalysis(f)
+            plain_tma = False
             for loop in loops:
-                if self.options.tma and self._pipeline_tma(module, f, loop):
-                    continue
-                pipeline_loop(f, loop, stages, axes, self.options.num_warps)
+                done = self._pipeline_tma(module, f, loop) if self.options.tma else None
+                if done is None:
+                    pipeline_loop(f, loop, stages, axes, self.options.num_warps)
+                plain_tma = plain_tma or done == "plain"
+            if plain_tma and self.options.persistent and "persistent" not in module.attributes:
+                self._persist(module, f)
 
-    def _pipeline_tma(self, module: Module, f: Function, loop: ForOp) -> bool:
+    def _pipeline_tma(self, module: Module, f: Function, loop: ForOp) -> str | None:
         """TMA copies on mbarriers instead of cp.async (tc_opt.pipeline_tma) when every
         candidate load of the loop qualifies (tc_opt.tma), with a producer warp of their own
         where tc_opt.warp_specialize applies (recorded as the module's `producer_warps`: the
-        launch has that many warps more); False leaves the loop to cp.async."""
+        launch has that many warps more): "specialized" or "plain"; None leaves the loop to
+        cp.async."""
         from .pipeline_tma import pipeline_loop_tma
         from .tma import plans_for
         from .warp_specialize import PRODUCER_WARPS, can_persist, can_specialize, warp_specialize_loop
 
         if self.options.sm < 90:
-            return False
+            return None
         pairs = candidates(loop, None)
         plans = plans_for(f, loop, pairs) if pairs else None
         if plans is None:
-            return False
+            return None
         o = self.options
         if o.warp_specialize and "producer_warps" not in module.attributes and can_specialize(f, loop, plans):
             persistent = o.persistent and can_persist(f, loop, plans)
@@ -400,6 +405,17 @@ class PipelineLoops(Pass):
             module.attributes["producer_warps"] = PRODUCER_WARPS
             if persistent:
                 module.attributes["persistent"] = True
-        else:
-            pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps)
-        return True
+            return "specialized"
+        pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps)
+        return "plain"
+
+    @staticmethod
+    def _persist(module: Module, f: Function) -> None:
+        """A persistent grid without a producer warp (tc_opt.persistent) for a kernel whose TMA
+        pipelines are plain ones."""
+        from .persistent import has_early_return, persist_function
+
+        if "producer_warps" in module.attributes or has_early_return(f):
+            return
+        persist_function(f)
+        module.attributes["persistent"] = True

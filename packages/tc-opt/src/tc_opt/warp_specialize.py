@@ -46,7 +46,6 @@ from tc_ir.ops import (
     DotWaitOp,
     ForOp,
     Function,
-    GridDimOp,
     LocalAllocOp,
     MBarrierArriveOp,
     MBarrierInitOp,
@@ -55,7 +54,6 @@ from tc_ir.ops import (
     NumProgramsOp,
     Operation,
     ProgramIdOp,
-    ReturnOp,
     Value,
     WarpSpecializeOp,
     YieldOp,
@@ -63,7 +61,7 @@ from tc_ir.ops import (
 from tc_ir.layouts import Mma
 from tc_ir.types import I1, I32, IRType, TileType
 
-from .ir_utils import replace_uses
+from .persistent import grid_of, has_early_return, move_into, program_ids, tile_loop, user_program_ids
 from .pipeline_loops import _buffer_type, _Emitter, async_dot, replace_loop
 from .pipeline_tma import (
     BARRIER_LAYOUT,
@@ -129,29 +127,13 @@ def _producer_slice(prefix: Sequence[Operation], needed: list[Value]) -> list[Op
 def can_persist(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
     """Whether the specialized kernel can also loop over its programs (see the module's doc)."""
     body = f.body
-    if any(isinstance(op, ReturnOp) and op is not body.terminator for op in f.walk()):
+    if has_early_return(f):
         return False
     return _producer_slice(body.ops[: body.ops.index(loop)], _producer_needs(loop, plans)) is not None
 
 
-def _program_ids(e: _Emitter, t: Value, dims: Sequence[Value]) -> list[Value]:
-    """Program t of the grid `dims` as (x, y, z), x varying fastest."""
-    q = e.binary("sdiv", t, dims[0])
-    return [e.binary("srem", t, dims[0]), e.binary("srem", q, dims[1]), e.binary("sdiv", q, dims[1])]
-
-
 def _mapped(lin: Lin, mapping: dict[Value, Value]) -> Lin:
     return {(mapping.get(k, k) if k is not None else None): c for k, c in lin.items()}
-
-
-def _tile_loop(e: _Emitter, first: Value, count: Value, step: Value, carried: int, loc: object
-               ) -> tuple[ForOp, _Emitter]:
-    """`for t = first; t < count; t += step` carrying `carried` i32 values (the caller yields)."""
-    body = Block([I32] + [I32] * carried, ["program"] + [None] * carried)
-    zero = e.const(I32, 0)
-    op = e.add(ForOp.create([first, count, step] + [zero] * carried, [I32] * carried, {}, [body], loc))  # type: ignore[arg-type]
-    assert isinstance(op, ForOp)
-    return op, _Emitter(body, 0)
 
 
 def _copy_loop(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], full: Value, empty: Value,
@@ -185,8 +167,7 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     ivt = body.args[0].type
     at = outer.ops.index(loop)
     prefix = outer.ops[:at]
-    user_ids: list[ProgramIdOp | NumProgramsOp] = [
-        op for op in f.walk() if isinstance(op, (ProgramIdOp, NumProgramsOp))]
+    user_ids = user_program_ids(f)
     top = _Emitter(outer, 0 if persistent else at)
     bufs = [top.add(LocalAllocOp.create([], [_buffer_type(p.alloc.result.type, stages)], loc=p.alloc.loc)).result  # type: ignore[arg-type]
             for p in plans]
@@ -203,14 +184,11 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         prefix_at = top.index - 1  # the prefix follows the op: move it and the rest into the roles
         assert outer.ops[prefix_at] is ws
         top.index = prefix_at
-        cta = top.add(ProgramIdOp.create([], [I32], {"axis": 0})).result
-        ctas = top.add(NumProgramsOp.create([], [I32], {"axis": 0})).result
-        dims = [top.add(GridDimOp.create([], [I32], {"axis": d})).result for d in range(3)]
-        count = top.binary("mul", top.binary("mul", dims[0], dims[1]), dims[2])
+        cta, ctas, dims, count = grid_of(top)
         ws_at = outer.ops.index(ws)
         # producer: per program, the slice of the prefix its copies need, then its copies
-        ptile, pe = _tile_loop(prod, cta, count, ctas, 2, loop.loc)
-        ids = _program_ids(pe, ptile.body.args[0], dims)
+        ptile, pe = tile_loop(prod, cta, count, ctas, 2, loop.loc)
+        ids = program_ids(pe, ptile.body.args[0], dims)
         mapping: dict[Value, Value] = {}
         for op in user_ids:
             mapping[op.result] = ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
@@ -225,18 +203,10 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
                             ptile.body.args[1], ptile.body.args[2], stages, loop.loc)
         pe.add(YieldOp.create(copies.results[:2], []))
         # consumer: per program, the prefix, the loop and the epilogue
-        ctile, ce = _tile_loop(cons, cta, count, ctas, 2, loop.loc)
-        ids = _program_ids(ce, ctile.body.args[0], dims)
+        ctile, ce = tile_loop(cons, cta, count, ctas, 2, loop.loc)
+        ids = program_ids(ce, ctile.body.args[0], dims)
         tile_body = ctile.body
-        for moved in [op for op in outer.ops[ws_at + 1:] if op is not outer.terminator]:
-            outer.remove(moved)
-            if moved not in user_ids:
-                tile_body.append(moved)
-        for op in user_ids:
-            value = ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
-            replace_uses(tile_body, op.result, value)
-            if op.parent is not None:
-                op.parent.remove(op)
+        move_into(tile_body, [op for op in outer.ops[ws_at + 1:] if op is not outer.terminator], user_ids, ids, dims)
         read0: Value | None = ctile.body.args[1]
         phase0: Value | None = ctile.body.args[2]
         tile_term = YieldOp.create([], [])

@@ -107,13 +107,14 @@ def config(defines: Mapping[str, object] | None = None, num_warps: int = 4,
 
 #: The compiler options a configuration may set (tc_opt.CompileOptions fields): TMA operand copies,
 #: TMA bulk-store epilogues, a producer warp (warp specialization) and a persistent grid (one
-#: program per SM looping over the programs; it implies warp_specialize).
+#: program per SM looping over the programs; with a producer warp unless warp_specialize=False
+#: is given, and without one where the compiler refuses it).
 SCHEDULE_OPTIONS = ("tma", "tma_store", "warp_specialize", "persistent")
 
 
 def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
     """A configuration's compiler options, checked: booleans among SCHEDULE_OPTIONS (persistent
-    adds warp_specialize)."""
+    adds warp_specialize where it is not given)."""
     if options is None:
         return {}
     if not isinstance(options, Mapping):
@@ -126,7 +127,7 @@ def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
             raise TypeError(f"config option {name!r} must be True or False, got {value!r}")
         out[name] = value
     if out.get("persistent"):
-        out["warp_specialize"] = True
+        out.setdefault("warp_specialize", True)
     return out
 
 

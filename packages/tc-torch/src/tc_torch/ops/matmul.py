@@ -66,9 +66,11 @@ TENSOR_CORE_CONFIGS = [
 #: stages measured best on an H100 (372 TFLOPS alone at 4096^3, 0.95x cuBLAS in rounds); with A
 #: transposed (A read into registers, B restaged or K-contiguous) 128x256x32 (0.94x; a large A^T B
 #: copies an operand K-contiguous first instead: TRANSPOSE_FIRST_MIN below). The 4-warp
-#: tiles serve small products and GPUs before sm_90 (mma.sync). The persistent ones apply to
-#: A B^T (both operands K-contiguous; 1-2% over the plain tiles there, H100 2026-11-25) and
-#: compile as the plain loop in the other layouts (tc_opt.warp_specialize.can_specialize).
+#: tiles serve small products and GPUs before sm_90 (mma.sync). The persistent ones run with a
+#: producer warp in A B^T (both operands K-contiguous; 1-2% over the plain tiles there, H100
+#: 2026-11-25) and without one in the other layouts (tc_opt.persistent; A B 256x128x32/8/4: 2.2
+#: GB read from DRAM at 8192^3 instead of 3.0-4.3, 0.94 -> 0.96x and 0.91 -> 0.93x torch at
+#: 4096^3 and 8192^3, H100 2026-11-25).
 TF32_CONFIGS = [
     _cfg(256, 128, 32, 8, 4), _cfg(256, 128, 32, 8, 3), _cfg(128, 256, 32, 8, 3), _cfg(128, 128, 32, 8, 4),
     _cfg(128, 128, 32, 4, 4), _cfg(64, 128, 32, 4, 3), _cfg(64, 64, 32, 4, 3),
