@@ -172,6 +172,53 @@ def test_kernel_key_holds_every_ingredient(tmp_path: Path, monkeypatch: pytest.M
     assert compiler.cache_source(src, {}, "<source>") != one
 
 
+def test_package_hash_covers_sources_and_data_not_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiler package's hash changes with any source or data file's content or name, in any
+    subfolder, and not with its bytecode caches."""
+    import sys
+
+    from tc_runtime import compiler
+
+    pkg = tmp_path / "tc_fake_pkg"
+    (pkg / "sub" / "__pycache__").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("X = 1\n")
+    (pkg / "sub" / "passes.py").write_text("Y = 2\n")
+    (pkg / "sub" / "table.json").write_text("{}")
+    (pkg / "sub" / "__pycache__" / "passes.cpython-312.pyc").write_bytes(b"\0")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tc_fake_pkg", raising=False)
+    files = [rel for rel, _ in compiler._package_files(str(pkg))]
+    assert files == ["__init__.py", "sub/passes.py", "sub/table.json"]
+    first = compiler._package_hash("tc_fake_pkg")
+    (pkg / "sub" / "__pycache__" / "passes.cpython-312.pyc").write_bytes(b"\1")
+    assert compiler._package_hash("tc_fake_pkg") == first
+    seen = {first}
+    for change in (lambda: (pkg / "sub" / "passes.py").write_text("Y = 3\n"),
+                   lambda: (pkg / "sub" / "table.json").write_text("[]"),
+                   lambda: (pkg / "sub" / "passes.py").rename(pkg / "sub" / "other.py")):
+        change()
+        now = compiler._package_hash("tc_fake_pkg")
+        assert now not in seen
+        seen.add(now)
+    assert compiler._package_hash("tc_no_such_package_here") == "missing"
+
+
+def test_ptxas_version_in_the_fingerprint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last line `ptxas --version` prints; "unknown" when it cannot run, "none" without one."""
+    from tc_runtime import compiler
+
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\necho 'Build cuda_99.9'\n\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("TC_PTXAS", str(fake))
+    assert compiler._ptxas_version(compiler._start_ptxas_version()) == "Build cuda_99.9"
+    monkeypatch.setenv("TC_PTXAS", str(tmp_path / "missing"))
+    assert compiler._ptxas_version(compiler._start_ptxas_version()) == "unknown"
+    monkeypatch.delenv("TC_PTXAS")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert compiler._ptxas_version(compiler._start_ptxas_version()) == "none"
+
+
 def test_always_compile_bypasses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tc_runtime import compiler
 

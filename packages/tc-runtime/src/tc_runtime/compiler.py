@@ -43,33 +43,68 @@ def require(name: str, attribute: str) -> Any:
     return value
 
 
+#: The files of a compiler package whose content goes into its hash.
+_HASHED_SUFFIXES = (".py", ".json", ".txt", ".bc", ".ll")
+
+
+def _package_files(base: str) -> list[tuple[str, str]]:
+    """(path relative to `base` with "/" separators, full path) of the hashed files under `base`,
+    sorted; os.scandir, not pathlib: a new process computes this before finding a cached kernel,
+    and pathlib's objects cost it about 10 ms over five packages."""
+    out: list[tuple[str, str]] = []
+    todo = [("", base)]
+    while todo:
+        rel, path = todo.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                name = f"{rel}{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        todo.append((f"{name}/", entry.path))
+                elif entry.name.endswith(_HASHED_SUFFIXES) and entry.is_file():
+                    out.append((name, entry.path))
+    return sorted(out)
+
+
 def _package_hash(name: str) -> str:
+    """sha256 over the relative paths and contents of a package's source and data files."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return "missing"
     h = hashlib.sha256()
     for root in spec.submodule_search_locations:
-        base = Path(root)
-        for path in sorted(base.rglob("*")):
-            if path.suffix in (".py", ".json", ".txt", ".bc", ".ll") and path.is_file():
-                h.update(str(path.relative_to(base)).encode())
-                h.update(b"\0")
-                h.update(path.read_bytes())
+        for rel, path in _package_files(root):
+            h.update(rel.encode())
+            h.update(b"\0")
+            with open(path, "rb") as f:
+                h.update(f.read())
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=1)
-def ptxas_version() -> str:
-    """`ptxas --version`'s last line, or "none" (then only PTX is produced)."""
+def _start_ptxas_version() -> subprocess.Popen[str] | str:
+    """`ptxas --version` started (its answer read by `_ptxas_version`), or the answer when there is
+    none to run: "none" (then only PTX is produced) or "unknown"."""
     exe = os.environ.get("TC_PTXAS") or shutil.which("ptxas")
     if not exe:
         return "none"
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
-        lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
-        return lines[-1].strip() if lines else "unknown"
-    except (OSError, subprocess.SubprocessError):
+        return subprocess.Popen([exe, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
         return "unknown"
+
+
+def _ptxas_version(started: subprocess.Popen[str] | str) -> str:
+    """`ptxas --version`'s last line (see `_start_ptxas_version`)."""
+    if isinstance(started, str):
+        return started
+    try:
+        out, _ = started.communicate(timeout=30)
+    except subprocess.SubprocessError:
+        started.kill()
+        started.communicate()
+        return "unknown"
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "unknown"
 
 
 def _llvmlite_fingerprint() -> str:
@@ -98,11 +133,12 @@ def _sha(data: bytes) -> str:
 def fingerprint() -> dict[str, str]:
     """Everything about the toolchain that can change a compiled kernel (computed once per
     process, in a few milliseconds: no compiler package is imported)."""
+    started = _start_ptxas_version()  # (it runs while the packages are hashed)
     out: dict[str, str] = {}
     for name in COMPILER_PACKAGES + ("tc_runtime",):
         out[name] = _package_hash(name)
     out["llvmlite"] = _llvmlite_fingerprint()
-    out["ptxas"] = ptxas_version()
+    out["ptxas"] = _ptxas_version(started)
     return out
 
 
