@@ -73,6 +73,8 @@ def _package_hash(name: str) -> str:
         return "missing"
     h = hashlib.sha256()
     for root in spec.submodule_search_locations:
+        if not os.path.isdir(root):
+            continue
         for rel, path in _package_files(root):
             h.update(rel.encode())
             h.update(b"\0")
