@@ -15,7 +15,7 @@ Two forms:
   whole body of the kernel, pipeline included, becomes the body of the loop over the programs.
   Each program allocates, initializes and invalidates its pipeline's barriers as a plain kernel
   does, so its epilogue reuses the pipeline's shared memory (a 256x128 float accumulator's
-  128 KiB exchange fits beside no slot); tc_nvptx makes a barrier initialization inside a loop
+  128 KiB exchange would not fit beside the slots); tc_nvptx makes a barrier initialization inside a loop
   wait until every thread is done with the previous program's shared memory.
 """
 
