@@ -11,8 +11,9 @@ Sections (each guarded, so one failure still prints the table):
   4. host overhead of one launch; tc_runtime's launch against Triton and CuPy, cached kernels
   5. softmax (tools/bench_softmax.py) and the other memory-bound kernels (tools/bench_memory.py)
      against torch and Triton peers; compile and disk-cache times
-  6. matmuls: tools/bench_matmul.py, bench_matmul_backward.py, tf32_check.py, bench_tf32_plans.py,
-     and sustained runs with the clock and power they get (tools/bench_power.py)
+  6. matmuls: tools/bench_matmul.py, bench_matmul_backward.py, bench_matmul_sweep.py (every square
+     from 2048 to 8192 against Triton), tf32_check.py, bench_tf32_plans.py, and sustained runs
+     with the clock and power they get (tools/bench_power.py)
   7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
@@ -417,6 +418,20 @@ def matmul_bench(r: Report) -> None:
                      f"tc {row.get('tc', 0):.1f} TFLOPS, {ratios}")
 
 
+def matmul_sweep(r: Report) -> None:
+    """Issue 9's "at least Triton at every square from 2048 up": tc_torch.matmul against Triton's
+    tutorial matmul and cuBLAS at 2048..8192 step 256 in interleaved rounds
+    (tools/bench_matmul_sweep.py)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_matmul_sweep.py")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-6000:])
+    r.check("matmul sweep 2048..8192: tc_torch.matmul and Triton equal torch's", proc.returncode == 0,
+            f"exit {proc.returncode}")
+    for line in proc.stdout.splitlines():
+        if line.startswith("SUMMARY: "):
+            r.number("matmul fp16 sweep 2048..8192 step 256, interleaved", line.split(": ", 1)[1])
+
+
 def tf32_bench(r: Report) -> None:
     """Issue 9's float32 products on tf32 tensor cores (tools/tf32_check.py): every configuration
     checked in the four operand layouts at odd sizes, then 4096^3 in the three products of training
@@ -543,6 +558,7 @@ def main() -> int:
             ("softmax benchmark", softmax_bench),
             ("memory-bound kernels benchmark", memory_bench),
             ("matmul benchmark", matmul_bench),
+            ("matmul sweep", matmul_sweep),
             ("tf32 benchmark", tf32_bench),
             ("power: sustained matmuls", power_bench),
             ("benchmark sweeps", sweeps),

@@ -7,7 +7,8 @@ timed alone at the given sizes and, the fastest few, in interleaved rounds with 
         [--keep 2] [--configs 'MB,NB,KB,warps,stages[,p][,s];...'] [--layouts nn,tn,nt,tt]
         [--timed nn,tn]
 
-A configuration's trailing `p` asks for a persistent grid, `s` for a bulk-store epilogue.
+A configuration's trailing `p` asks for a persistent grid, `s` for a bulk-store epilogue, `n` for
+no producer warp (a persistent grid whose programs each run the plain pipeline).
 """
 
 from __future__ import annotations
@@ -68,21 +69,23 @@ def check_correctness(configs: list[Any], layouts: tuple[str, ...]) -> int:
     return failures
 
 
-#: Letters of `--configs` for a configuration's schedule options.
-OPTION_LETTERS = {"p": "persistent", "s": "tma_store"}
+#: Letters of `--configs` for a configuration's schedule options: (option, value).
+OPTION_LETTERS = {"p": ("persistent", True), "s": ("tma_store", True), "n": ("warp_specialize", False)}
 
 
 def parse_config(text: str, config: Callable[..., Any]) -> Any:
     """`MB,NB,KB,warps,stages` and option letters (OPTION_LETTERS) as a tc_runtime config."""
     fields = text.split(",")
     mb, nb, kb, w, s = (int(x) for x in fields[:5])
-    options = {OPTION_LETTERS[letter]: True for letter in fields[5:]}
+    options = dict(OPTION_LETTERS[letter] for letter in fields[5:])
     return config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=s, options=options or None)
 
 
 def config_name(cfg: Any) -> str:
     """MBxNBxKB/warps/stages and the option letters of a configuration."""
-    letters = "".join(f",{letter}" for letter, name in OPTION_LETTERS.items() if (cfg.options or {}).get(name))
+    given = cfg.options or {}
+    letters = "".join(f",{letter}" for letter, (name, value) in OPTION_LETTERS.items()
+                      if name in given and given[name] == value)
     return f"{cfg.defines['MB']}x{cfg.defines['NB']}x{cfg.defines['KB']}/{cfg.num_warps}/{cfg.num_stages}{letters}"
 
 
