@@ -26,6 +26,7 @@ import datetime
 import importlib.util
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -376,6 +377,23 @@ def memory_bench(r: Report) -> None:
         _ratio_row(r, f"{row['op']} {row['dtype']} {row['M']}x{row['N']}", row)
 
 
+def tuned_choices(stderr: str) -> list[str]:
+    """The auto-tuner's "chose" lines (TC_PRINT_AUTOTUNING) shortened to the element type and
+    operand variants, the key and the tile: `half a ^b M=4096, N=4096, K=4096: 128x256x64/8/3
+    {'persistent': True, ...}`."""
+    out = []
+    for line in stderr.splitlines():
+        m = re.match(r"tc autotune: kernel '\w+' \((.*)\): chose config\(defines=(\{.*?\}), "
+                     r"num_warps=(\d+), num_stages=(\d+)(?:, options=(\{.*?\}))?\)", line)
+        if m is None:
+            continue
+        tile = "x".join(re.findall(r"'(?:MB|NB|KB)': '?(\d+)'?", m.group(2)))
+        which = " ".join(re.findall(r"'(?:TYPE|USE_A|USE_B)': '([^']*)'", m.group(2)))
+        out.append(f"{which + ' ' if which else ''}{m.group(1)}: {tile}/{m.group(3)}/{m.group(4)}"
+                   + (f" {m.group(5)}" if m.group(5) else ""))
+    return out
+
+
 def matmul_bench(r: Report) -> None:
     """Issue 9: the spec's tutorial matmul against cuBLAS and Triton (tools/bench_matmul.py:
     squares from 2048 and the issue's other shapes), and tc_torch.matmul's backward products and
@@ -404,8 +422,12 @@ def matmul_bench(r: Report) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([sys.executable, str(tools / "bench_matmul_backward.py"), "--shapes",
                            "4096x4096x4096,8192x8192x8192", "--json", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
-    r.say((proc.stdout + proc.stderr)[-5000:])
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "TC_PRINT_AUTOTUNING": "1"})
+    # the auto-tuner's choices go to the log (a reading far from the others is then explained)
+    r.say("\n".join(tuned_choices(proc.stderr)))
+    r.say((proc.stdout + "\n".join(ln for ln in proc.stderr.splitlines()
+                                    if not ln.startswith("tc autotune:")))[-5000:])
     r.check("tc_torch.matmul backward products and tf32 equal torch's", proc.returncode == 0,
             f"exit {proc.returncode}")
     if out.is_file():
