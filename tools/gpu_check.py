@@ -378,19 +378,23 @@ def memory_bench(r: Report) -> None:
 
 
 def tuned_choices(stderr: str) -> list[str]:
-    """The auto-tuner's "chose" lines (TC_PRINT_AUTOTUNING) shortened to the element type and
-    operand variants, the key and the tile: `half a ^b M=4096, N=4096, K=4096: 128x256x64/8/3
-    {'persistent': True, ...}`."""
+    """The auto-tuner's "chose" lines (TC_PRINT_AUTOTUNING) shortened to the kernel, its element
+    type and operand variants, the key and the tile (MBxNBxKB, else the other defines):
+    `matmul half a ^b M=4096, N=4096, K=4096: 128x256x64/8/3 {'persistent': True, ...}`."""
     out = []
     for line in stderr.splitlines():
-        m = re.match(r"tc autotune: kernel '\w+' \((.*)\): chose config\(defines=(\{.*?\}), "
+        m = re.match(r"tc autotune: kernel '(\w+)' \((.*)\): chose config\(defines=\{(.*?)\}, "
                      r"num_warps=(\d+), num_stages=(\d+)(?:, options=(\{.*?\}))?\)", line)
         if m is None:
             continue
-        tile = "x".join(re.findall(r"'(?:MB|NB|KB)': '?(\d+)'?", m.group(2)))
-        which = " ".join(re.findall(r"'(?:TYPE|USE_A|USE_B)': '([^']*)'", m.group(2)))
-        out.append(f"{which + ' ' if which else ''}{m.group(1)}: {tile}/{m.group(3)}/{m.group(4)}"
-                   + (f" {m.group(5)}" if m.group(5) else ""))
+        name, key, defines, warps, stages, options = m.groups()
+        values = dict(re.findall(r"'(\w+)': '?([^',]*)'?", defines))
+        which = [values.pop(d) for d in ("TYPE", "USE_A", "USE_B") if d in values]
+        if all(d in values for d in ("MB", "NB", "KB")):
+            tile = "x".join(values[d] for d in ("MB", "NB", "KB"))
+        else:
+            tile = " ".join(f"{k}={v}" for k, v in values.items() if k != "ACC")
+        out.append(f"{' '.join([name, *which])} {key}: {tile}/{warps}/{stages}" + (f" {options}" if options else ""))
     return out
 
 
