@@ -4,7 +4,7 @@ timed alone at the given sizes and, the fastest few, in interleaved rounds with 
 (cuBLAS with allow_tf32).
 
     PYTHONPATH=<packages/*/src> python3 tools/tf32_check.py [--sizes 4096,8192] [--rounds 7]
-        [--keep 2] [--configs 'MB,NB,KB,warps,stages[,p][,s];...'] [--layouts nn,tn,nt,tt]
+        [--keep 2] [--configs 'MB,NB,KB,warps,stages[,p][,s][,n];...'] [--layouts nn,tn,nt,tt]
         [--timed nn,tn]
 
 A configuration's trailing `p` asks for a persistent grid, `s` for a bulk-store epilogue, `n` for
@@ -101,7 +101,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--keep", type=int, default=2)
     ap.add_argument("--configs", default="",
-                    help="MB,NB,KB,warps,stages[,p][,s] separated by ';' (default: TF32_CONFIGS)")
+                    help="MB,NB,KB,warps,stages[,p][,s][,n] separated by ';' (default: TF32_CONFIGS)")
     ap.add_argument("--layouts", default=",".join(LAYOUTS), help="the layouts checked")
     ap.add_argument("--timed", default="nn,tn", help="the layouts timed")
     args = ap.parse_args()
