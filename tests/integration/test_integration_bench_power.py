@@ -3,26 +3,15 @@ a provider's window and the tile syntax of its cases."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
+import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "bench_power.py"
-
-
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_tc_bench_power", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bp = _tool()
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import bench_power as bp  # noqa: E402
 
 
 def test_a_sample_line_is_read_with_its_fraction_of_a_second() -> None:
