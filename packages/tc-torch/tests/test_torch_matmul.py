@@ -345,3 +345,48 @@ def test_matmul_tf32_transpose_first_on_the_gpu(plan: str) -> None:
     assert 1e-5 < err < 2e-3
     auto = tc_torch.matmul(a, b, precision="tf32")  # (the op's fast path leaves the plan to it)
     assert float((auto.double() - exact).norm() / exact.norm()) < 2e-3
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+@pytest.mark.parametrize("shape", [(70, 45, 100), (33, 80, 130), (100, 20, 300)])
+def test_matmul_stream_k_on_the_interpreter(ta: bool, tb: bool, shape: tuple[int, int, int]) -> None:
+    # CPU_STREAM_K_PROGRAMS programs over 32x32 tiles: 70x45 has whole tiles round robin first,
+    # and every shape cuts tiles between programs (partials passed through the workspace)
+    torch.manual_seed(2)
+    m, n, k = shape
+    dtype = torch.bfloat16 if ta else torch.float16
+    a = _operand(m, k, ta, dtype)
+    b = _operand(k, n, tb, dtype)
+    c = torch.empty(1, m, n, dtype=dtype)
+    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), stream_k="on")
+    ref = a.double() @ b.double()
+    assert (c[0].double() - ref).abs().max().item() < TOL[dtype] * max(1.0, ref.abs().max().item())
+    _, flags = mm._workspace(c.device, mm.CPU_STREAM_K_PROGRAMS, 32 * 32)
+    assert flags.tolist() == [0] * mm.CPU_STREAM_K_PROGRAMS
+
+
+def test_matmul_stream_k_refusal() -> None:
+    a = torch.randn(8, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match="stream_k must be one of on, off"):
+        mm.matmul_out(torch.empty(1, 8, 8, dtype=torch.float16), a.unsqueeze(0), a.unsqueeze(0), stream_k="auto")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("shape", [(1000, 777, 3000), (3072, 3072, 3072), (129, 4100, 520)])
+def test_matmul_stream_k_on_the_gpu(shape: tuple[int, int, int]) -> None:
+    torch.manual_seed(3)
+    m, n, k = shape
+    for dtype in (torch.float16, torch.bfloat16):
+        for ta in (False, True):
+            for tb in (False, True):
+                a = _operand(m, k, ta, dtype).cuda()
+                b = _operand(k, n, tb, dtype).cuda()
+                c = torch.empty(1, m, n, dtype=dtype, device="cuda")
+                ref = a.double() @ b.double()
+                for _ in range(2):  # (the flags reset themselves between launches)
+                    c.zero_()
+                    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), stream_k="on")
+                    err = (c[0].double() - ref).abs().max().item()
+                    assert err < 0.5 + 2e-2 * ref.abs().max().item(), (dtype, ta, tb, err)

@@ -86,6 +86,18 @@ class Ctx:
         self.barrier_threads: int | None = None
         #: A persistent kernel's hidden parameters: the extents of the grid it steps through.
         self.grid_params: list[ir.Value] = []
+        #: Ops another op's lowering already emitted (a load's accumulating add): skipped.
+        self.lowered_early: set[Operation] = set()
+        self._users: dict[Value, list[Operation]] | None = None
+
+    def users_of(self, v: Value) -> list[Operation]:
+        """The ops of the function that use `v` (one entry per use)."""
+        if self._users is None:
+            self._users = {}
+            for op in self.function.walk():
+                for w in op.operands:
+                    self._users.setdefault(w, []).append(op)
+        return self._users.get(v, [])
 
     def finish(self) -> None:
         self.eb.branch(self.body_block)
@@ -271,6 +283,8 @@ class Ctx:
         from .lowerings import LOWERINGS
 
         for op in block.ops:
+            if op in self.lowered_early:
+                continue
             fn = LOWERINGS.get(op.NAME)
             if fn is None:
                 raise lowering_error(f"code generation does not support {op.NAME} yet", op.loc)

@@ -12,12 +12,12 @@ back to per-element predicated accesses. Masked-off lanes never touch memory and
 from __future__ import annotations
 
 import llvmlite.ir as ir
-from tc_ir.ops import AtomicCASOp, AtomicRMWOp, LoadOp, Operation, StoreOp, Value
+from tc_ir.ops import AtomicCASOp, AtomicRMWOp, BinaryOp, LoadOp, Operation, StoreOp, Value
 from tc_ir.types import PointerType, ScalarType, TileType, element_of
 
 from .context import Ctx, TileVal, lowering_error
 from .layout_math import ThreadMap
-from .llvm_types import I1, I8, I16, I32, I64, bits_of, join, llvm_type, memory_type
+from .llvm_types import F32, I1, I8, I16, I32, I64, bits_of, join, llvm_type, memory_type
 
 Key = tuple[int, ...]
 
@@ -277,6 +277,11 @@ def lower_load(ctx: Ctx, op: LoadOp) -> None:
     m = pv.map
     dim, vec = vector_dim(ctx, ptr, m, elem)
     uniform = mask_uniform(ctx, mask, m, vec, dim)
+    add = _accumulating_add(ctx, op, elem, mask)
+    if add is not None:
+        ctx.values[add.result] = _load_and_add(ctx, add, op, pv.vals, chunks(m, vec, dim))
+        ctx.lowered_early.add(add)
+        return
     vals: dict[Key, ir.Value] = {}
     for keys in chunks(m, vec, dim):
         ptrs = [pv.vals[k] for k in keys]
@@ -285,6 +290,58 @@ def lower_load(ctx: Ctx, op: LoadOp) -> None:
         res = load_vector(ctx, op, ptrs, masks, others, elem, uniform)  # type: ignore[arg-type]
         vals.update(zip(keys, res))
     ctx.values[op.result] = TileVal(ctx.map_of(t), vals, t.element)
+
+
+def _accumulating_add(ctx: Ctx, op: LoadOp, elem: ScalarType, mask: Value | None) -> BinaryOp | None:
+    """The float addition that is the one use of an unmasked f32 tile load `op`, when it can be
+    done as each vector arrives: in the same block, only ops without effects between, the other
+    operand already lowered, every type the same (so the same elements per thread).
+
+    A partial sum read back into an accumulator (`acc += *partial` of split-K or stream-K) is
+    then added vector by vector, and the loaded tile never sits in registers beside the whole
+    accumulator. As a load and an add, LLVM's back end put every load first: 128 + 128 registers
+    per thread for a 128x256 accumulator over 8 warps, and ptxas spilled."""
+    block = op.parent
+    users = ctx.users_of(op.result)
+    if block is None or len(users) != 1 or mask is not None or op.volatile or elem.name != "f32":
+        return None
+    add = users[0]
+    if not (isinstance(add, BinaryOp) and add.kind == "fadd" and add.parent is block):
+        return None
+    if any(v.type != op.result.type for v in (*add.operands, add.result)) or add.operands[0] is add.operands[1]:
+        return None
+    if not isinstance(ctx.values.get(_other_operand(add, op.result)), TileVal):
+        return None
+    ops = block.ops
+    between = ops[ops.index(op) + 1 : ops.index(add)]
+    return None if any(o.HAS_SIDE_EFFECTS or o.regions for o in between) else add
+
+
+def _other_operand(add: BinaryOp, v: Value) -> Value:
+    return add.operands[1] if add.operands[0] is v else add.operands[0]
+
+
+def _load_and_add(ctx: Ctx, add: BinaryOp, load: LoadOp, ptrs: dict[Key, ir.Value],
+                  vectors: list[list[Key]]) -> TileVal:
+    """`add`'s result: per vector one inline-asm load whose values are added in the same asm
+    statement, so that no scheduler can gather the loads first (see _accumulating_add)."""
+    acc = ctx.values[_other_operand(add, load.result)]
+    assert isinstance(acc, TileVal)
+    sums: dict[Key, ir.Value] = {}
+    for keys in vectors:
+        n = len(keys)
+        temps = ", ".join(f"%tc_t{i}" for i in range(n))
+        dst = temps if n == 1 else "{" + temps + "}"
+        v = "" if n == 1 else f".v{n}"
+        adds = " ".join(f"add.rn.f32 ${i}, ${n + i}, %tc_t{i};" for i in range(n))
+        text = f"{{ .reg .f32 {temps}; ld.global{v}.f32 {dst}, [ ${2 * n} + 0 ]; {adds} }}"
+        constraints = ",".join(["=f"] * n + ["f"] * n + ["l"])
+        ret: ir.Type = F32 if n == 1 else ir.LiteralStructType([F32] * n)
+        r = ctx.asm(ret, text, constraints, [*(acc.vals[k] for k in keys), ptrs[keys[0]]], side_effect=True)
+        sums.update(zip(keys, [r] if n == 1 else [ctx.b.extract_value(r, i) for i in range(n)]))
+    t = add.result.type
+    assert isinstance(t, TileType)
+    return TileVal(ctx.map_of(t), sums, t.element)
 
 
 def store_vector(

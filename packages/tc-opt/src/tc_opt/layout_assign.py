@@ -192,11 +192,18 @@ class _Solver:
                 if mma is not None:
                     self.queue.append((op.results[0], mma))
                     accumulators[op.results[0]] = mma
+        # partial sums stored and read back into an accumulator (split-K, stream-K) keep its layout
+        reach = self._accumulator_values(accumulators)
+        partial_loads = self._loads_into_accumulators(reach)
+        self.queue.extend(partial_loads)
         for op in self.f.walk():
             if isinstance(op, MEMORY) and is_tile(op.operands[0]):
                 lay: Layout = coalesced_layout(op.operands[0], axes, self.num_warps)
                 if isinstance(op, StoreOp) and self.store_accumulators:
                     lay = _stored_accumulator_layout(op, accumulators) or lay
+                elif (isinstance(op, StoreOp) and partial_loads and len(op.operands) == 2
+                      and self._partial_sum(op.operands[1], reach)):
+                    lay = reach[op.operands[1]]
                 target = stores if isinstance(op, StoreOp) else others
                 for v in op.operands:
                     if is_tile(v):
@@ -211,6 +218,57 @@ class _Solver:
         self.queue.extend(transpose_anchors(self.f, axes, self.num_warps))
         self.queue.extend(stores)
         self.queue.extend(others)
+
+    def _accumulator_values(self, accumulators: dict[Value, Layout]) -> dict[Value, Layout]:
+        """The tensor-core accumulators and the values that carry them on: loop-carried and
+        if/while values tied to them and their sums (`acc += *partial`), with their layouts."""
+        reach = dict(accumulators)
+        todo = list(accumulators)
+        while todo:
+            v = todo.pop()
+            nxt = list(self.ties.get(v, []))
+            nxt += [u.results[0] for u in self.users.get(v, []) if isinstance(u, BinaryOp) and u.kind == "fadd"]
+            for w in nxt:
+                if w not in reach and w.type == v.type:
+                    reach[w] = reach[v]
+                    todo.append(w)
+        return reach
+
+    @staticmethod
+    def _partial_sum(v: Value, reach: dict[Value, Layout]) -> bool:
+        """Whether `v` is a 32-bit accumulator value (one of `reach`)."""
+        t = v.type
+        return v in reach and isinstance(t, TileType) and isinstance(t.element, ScalarType) and t.element.bits == 32
+
+    def _loads_into_accumulators(self, reach: dict[Value, Layout]) -> list[tuple[Value, Layout]]:
+        """Loads of 32-bit tiles whose one use adds them to a tensor-core accumulator, each (with
+        its pointers) given the accumulator's layout; unmasked stores of such accumulators keep it
+        as well (`anchors`).
+
+        A kernel that splits K among programs (split-K, stream-K) stores partial sums and adds
+        them to another program's accumulator. Loaded coalesced, a partial would cross shared
+        memory to reach the accumulator's layout with both tiles in registers at once (128
+        floats each per thread for a 128x256 tile over 8 warps: ptxas spills); stored coalesced,
+        the accumulator crosses shared memory first. Where the accumulator lies, each thread
+        writes and adds its own elements, and a warp's accesses to neighbouring pairs along a row
+        still fill whole 32-byte sectors (as `_stored_accumulator_layout` argues). In a kernel
+        that reads partials back so, an unmasked store of an accumulator is taken for a partial
+        (the results are stored masked to the matrix's bounds, and keep the exchange). tc_nvptx adds such a load as it
+        arrives (lower_memory._accumulating_add)."""
+        out: list[tuple[Value, Layout]] = []
+        for op in self.f.walk():
+            if not isinstance(op, LoadOp) or not is_tile(op.result):
+                continue
+            t = op.result.type
+            users = self.users.get(op.result, [])
+            if not isinstance(t, TileType) or not isinstance(t.element, ScalarType) or t.element.bits != 32 or len(users) != 1:
+                continue
+            add = users[0]
+            if isinstance(add, BinaryOp) and add.kind == "fadd":
+                other = [v for v in add.operands if v is not op.result]
+                if len(other) == 1 and other[0] in reach:  # (its pointers too, before other uses claim them)
+                    out += [(v, reach[other[0]]) for v in (*op.operands, op.result) if is_tile(v)]
+        return out
 
     def push(self, v: Value, lay: Layout | None) -> None:
         # dot operands are staged through shared memory: their producers keep their own layouts

@@ -84,6 +84,19 @@ FMA_CONFIGS = [
 #: The interpreter: one small configuration (timing configs there would only cost time).
 CPU_CONFIG = _cfg(32, 32, 16, 4, 1)
 
+#: Stream-K (kernels/matmul_streamk.tc), `matmul_out(..., stream_k="on")` for a single 16-bit
+#: product: one program per SM takes whole tiles round robin for all waves but the last full
+#: one, then shares the (tile, k-step) iterations of the rest; partial tiles meet in a workspace.
+#: Off by default: on an H100 (2026-11-25, 5 interleaved rounds against the plain auto-tuned
+#: kernel) it gained 2-4% where 128x256 tiles fill the last wave badly (3072^3 1.026x, 4352^3
+#: 1.021x, 5120^3 1.037x, 5632^3 1.028x) and lost elsewhere (2304^3 0.78x, 2560^3 0.90x, 3840^3
+#: 0.97x, 4096^3 0.88x, 8192^3 0.96x): no rule from the wave fill alone picked only the gains.
+STREAM_K_CONFIGS = [_cfg(128, 256, 64, 8, 3), _cfg(128, 256, 64, 8, 4), _cfg(256, 128, 64, 8, 3),
+                    _cfg(128, 128, 64, 4, 4)]
+STREAM_K = ("on", "off")
+#: Programs of a stream-K launch on the interpreter (several, so that tiles are cut).
+CPU_STREAM_K_PROGRAMS = 3
+
 
 def configs_for(dtype: torch.dtype, device: torch.device, precision: str = "ieee") -> list[tc.Config]:
     if device.type == "cpu":
@@ -178,17 +191,78 @@ def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool
     return y.t().unsqueeze(0), True, max(int(mat.shape[0]), 1)
 
 
+_sm_count: dict[int, int] = {}
+
+
+def _sms(index: int) -> int:
+    """The CUDA device's multiprocessor count (memoized)."""
+    found = _sm_count.get(index)
+    if found is None:
+        found = _sm_count[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return found
+
+
+#: Stream-K workspaces, by (device index, stream): partial tiles and flags (the kernel leaves
+#: the flags at 0). One per stream: launches on one stream run one after the other.
+_WORKSPACES: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _workspace(device: torch.device, programs: int, tile: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Floats for `programs` partial tiles of `tile` elements and `programs` zeroed flags."""
+    key = (-1, 0) if not on_cuda(device) else (
+        device.index if device.index is not None else torch.cuda.current_device(),
+        torch.cuda.current_stream(device).cuda_stream)
+    found = _WORKSPACES.get(key)
+    if found is None or found[0].numel() < programs * tile or found[1].numel() < programs:
+        found = (torch.empty(programs * tile, dtype=torch.float32, device=device),
+                 torch.zeros(programs, dtype=torch.int32, device=device))
+        _WORKSPACES[key] = found
+    return found
+
+
+def _stream_k(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, ta: bool, tb: bool, lda: int,
+              ldb: int, configs: list[tc.Config] | None) -> None:
+    """c[0] = a[0] @ b[0] by kernels/matmul_streamk.tc (auto-tuned over STREAM_K_CONFIGS)."""
+    device = c.device
+    _, m, n = c.shape
+    k = a.shape[-1]
+    cpu = not on_cuda(device)
+    cfgs = configs or ([CPU_CONFIG] if cpu else STREAM_K_CONFIGS)
+    defines: dict[str, object] = {"TYPE": tc_type(a.dtype, OP, FLOAT_DTYPES), "ACC": acc_type(a.dtype),
+                                  **A_VARIANTS[ta], **B_VARIANTS[tb]}
+    if len(cfgs) == 1:
+        cf = cfgs[0]
+        kern = get_kernel("matmul_streamk", "matmul_streamk", device, {**defines, **cf.defines},
+                          cf.num_warps, cf.num_stages)
+    else:
+        kern = get_kernel("matmul_streamk", "matmul_streamk", device, defines, configs=cfgs,
+                          key=["M", "N", "K"])
+    slots = CPU_STREAM_K_PROGRAMS if cpu else _sms(device.index if device.index is not None
+                                                   else torch.cuda.current_device())
+    tile = max(int(cf.defines["MB"]) * int(cf.defines["NB"]) for cf in cfgs)  # type: ignore[call-overload]
+    w, f = _workspace(device, slots, tile)
+
+    def grid(opt: tc.Options) -> tuple[int]:  # (at most one program per iteration: none idle)
+        return (min(slots, tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB) * tc.cdiv(k, opt.KB)),)
+
+    launch(kern, device, grid, a, b, c, w, f, m, n, k, lda, ldb, max(n, 1))
+
+
 def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                configs: list[tc.Config] | None = None, precision: str = "ieee", *,
-               transpose_first: str = "auto") -> torch.Tensor:
+               transpose_first: str = "auto", stream_k: str = "off") -> torch.Tensor:
     """c = a @ b for a (Z|1, M, K), b (Z|1, K, N) and a contiguous c (Z, M, N); a batch of 1 is
     broadcast (batch stride 0). No autograd. `transpose_first` ("auto", "a", "b" or "none") says
     whether an MN-contiguous operand is copied K-contiguous first; "auto" does so for the tf32
     products of sm_90 that `pick_transpose_first` picks. An operand already K-contiguous, or a
-    batched one, is never copied."""
+    batched one, is never copied. `stream_k="on"` runs a single float16 or bfloat16 product
+    (Z = 1) by stream-K (STREAM_K_CONFIGS; `configs`, if given, are then the stream-K kernel's);
+    other products ignore it."""
     if transpose_first not in TRANSPOSE_FIRST:
         raise ValueError(f"{OP}: transpose_first must be one of {', '.join(TRANSPOSE_FIRST)}, got "
                          f"{transpose_first!r}")
+    if stream_k not in STREAM_K:
+        raise ValueError(f"{OP}: stream_k must be one of {', '.join(STREAM_K)}, got {stream_k!r}")
     device = device_of([c, a, b], OP)
     z, m, n = c.shape
     k = a.shape[-1]
@@ -207,6 +281,9 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     check_extent(OP, a, b, c)
     if z > 65535:
         raise ValueError(f"{OP}: a batch of {z} matrices is more than the grid allows (65535)")
+    if _runs_stream_k(stream_k, z, k, a.dtype):
+        _stream_k(c, a, b, ta, tb, lda, ldb, configs)
+        return c
     kern = kernel_for(a.dtype, ta, tb, device, configs, precision)
     if configs is None and on_cuda(device):
         _KERNELS[a.dtype, ta, tb, device.index, precision] = kern
@@ -218,6 +295,11 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
 
     launch(kern, device, grid, a, b, c, m, n, k, lda, ldb, max(n, 1), saz, sbz, m * n)
     return c
+
+
+def _runs_stream_k(stream_k: str, z: int, k: int, dtype: torch.dtype) -> bool:
+    """Whether matmul_out runs this product by stream-K (see its `stream_k`)."""
+    return stream_k == "on" and z == 1 and k > 0 and dtype in (torch.float16, torch.bfloat16)
 
 
 def _operand(rows: int, cols: int, strides: tuple[int, ...]) -> tuple[bool, int, int] | None:
