@@ -387,6 +387,7 @@ def test_matmul_stream_k_on_the_gpu(shape: tuple[int, int, int]) -> None:
                 ref = a.double() @ b.double()
                 for _ in range(2):  # (the flags reset themselves between launches)
                     c.zero_()
-                    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), stream_k="on")
+                    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), configs=mm.STREAM_K_CONFIGS[:1],
+                                  stream_k="on")  # (one configuration: no tuning)
                     err = (c[0].double() - ref).abs().max().item()
                     assert err < 0.5 + 2e-2 * ref.abs().max().item(), (dtype, ta, tb, err)
