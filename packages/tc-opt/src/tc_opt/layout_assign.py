@@ -253,8 +253,8 @@ class _Solver:
         writes and adds its own elements, and a warp's accesses to neighbouring pairs along a row
         still fill whole 32-byte sectors (as `_stored_accumulator_layout` argues). In a kernel
         that reads partials back so, an unmasked store of an accumulator is taken for a partial
-        (the results are stored masked to the matrix's bounds, and keep the exchange). tc_nvptx adds such a load as it
-        arrives (lower_memory._accumulating_add)."""
+        (the results are stored masked to the matrix's bounds, and keep the exchange). tc_nvptx
+        adds such a load as it arrives (lower_memory._accumulating_add)."""
         out: list[tuple[Value, Layout]] = []
         for op in self.f.walk():
             if not isinstance(op, LoadOp) or not is_tile(op.result):

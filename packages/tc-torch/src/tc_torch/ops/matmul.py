@@ -115,12 +115,18 @@ def kernel_for(dtype: torch.dtype, trans_a: bool, trans_b: bool, device: torch.d
     defines: dict[str, object] = {"TYPE": tc_type(dtype, OP, FLOAT_DTYPES), "ACC": acc_type(dtype),
                                   **A_VARIANTS[trans_a], **B_VARIANTS[trans_b]}
     cfgs = configs if configs is not None else configs_for(dtype, device, precision)
+    return _tuned("matmul", device, defines, cfgs, precision)
+
+
+def _tuned(name: str, device: torch.device, defines: dict[str, object], cfgs: list[tc.Config],
+           precision: str = "ieee") -> tc.Kernel:
+    """Kernel `name` of kernels/<name>.tc auto-tuned over `cfgs` on (M, N, K); one
+    configuration without options of its own is compiled directly (nothing to time)."""
     if len(cfgs) == 1 and not cfgs[0].options:  # (a schedule's options live in the config)
         c = cfgs[0]
-        return get_kernel("matmul", "matmul", device, {**defines, **c.defines}, c.num_warps,
-                          c.num_stages, fp32_dot=precision)
-    return get_kernel("matmul", "matmul", device, defines, configs=cfgs, key=["M", "N", "K"],
-                      fp32_dot=precision)
+        return get_kernel(name, name, device, {**defines, **c.defines}, c.num_warps, c.num_stages,
+                          fp32_dot=precision)
+    return get_kernel(name, name, device, defines, configs=cfgs, key=["M", "N", "K"], fp32_dot=precision)
 
 
 #: The GPU kernels matmul_out chose so far (its default configurations), by (dtype, A transposed,
@@ -191,17 +197,6 @@ def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool
     return y.t().unsqueeze(0), True, max(int(mat.shape[0]), 1)
 
 
-_sm_count: dict[int, int] = {}
-
-
-def _sms(index: int) -> int:
-    """The CUDA device's multiprocessor count (memoized)."""
-    found = _sm_count.get(index)
-    if found is None:
-        found = _sm_count[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return found
-
-
 #: Stream-K workspaces, by (device index, stream): partial tiles and flags (the kernel leaves
 #: the flags at 0). One per stream: launches on one stream run one after the other.
 _WORKSPACES: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
@@ -230,15 +225,8 @@ def _stream_k(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, ta: bool, tb: b
     cfgs = configs or ([CPU_CONFIG] if cpu else STREAM_K_CONFIGS)
     defines: dict[str, object] = {"TYPE": tc_type(a.dtype, OP, FLOAT_DTYPES), "ACC": acc_type(a.dtype),
                                   **A_VARIANTS[ta], **B_VARIANTS[tb]}
-    if len(cfgs) == 1:
-        cf = cfgs[0]
-        kern = get_kernel("matmul_streamk", "matmul_streamk", device, {**defines, **cf.defines},
-                          cf.num_warps, cf.num_stages)
-    else:
-        kern = get_kernel("matmul_streamk", "matmul_streamk", device, defines, configs=cfgs,
-                          key=["M", "N", "K"])
-    slots = CPU_STREAM_K_PROGRAMS if cpu else _sms(device.index if device.index is not None
-                                                   else torch.cuda.current_device())
+    kern = _tuned("matmul_streamk", device, defines, cfgs)
+    slots = CPU_STREAM_K_PROGRAMS if cpu else torch.cuda.get_device_properties(device).multi_processor_count
     tile = max(int(cf.defines["MB"]) * int(cf.defines["NB"]) for cf in cfgs)  # type: ignore[call-overload]
     w, f = _workspace(device, slots, tile)
 
