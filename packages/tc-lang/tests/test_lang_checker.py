@@ -549,7 +549,21 @@ def test_missing_define_hints() -> None:
 
 def test_hint_for_power_of_two() -> None:
     _, ds = diags("float x[24] = 0;")
-    assert ds[0].hint == "tile 'x' has 24 elements; tile sizes must be powers of two"
+    assert ds[0].message == ("tile 'x' has 24 elements: a dimension of 24 is neither a power of two "
+                             "nor a multiple of 16")
+    assert ds[0].hint == "tile dimensions must be powers of two or multiples of 16"
+    _, ds = diags("float y[64, 40] = 0;")
+    assert [d.code for d in ds] == ["E0502"] and "a dimension of 40 " in ds[0].message
+    _, ds = diags("int r[NB] = 0 ... 40;")
+    assert "range 0 ... 40 has 40 elements" in [d.message for d in ds if d.code == "E0502"][0]
+
+
+def test_tile_dimensions_may_be_multiples_of_16() -> None:
+    # (a 128x192 matmul tile, an attention head of 96): no diagnostics, the shapes as written
+    unit = tc_lang.frontend("__global__ void k(float* p) {\n  float acc[128, 192] = 0;\n"
+                            "  int r[96] = 0 ... 96;\n  half h[48] = 0;\n}\n")
+    decls = [d for stmt in unit.functions[0].body.items if isinstance(stmt, ast.DeclStmt) for d in stmt.decls]
+    assert [d.ty.shape if isinstance(d.ty, TileType) else None for d in decls] == [(128, 192), (96,), (48,)]
 
 
 def test_undeclared_suggests_a_close_name() -> None:

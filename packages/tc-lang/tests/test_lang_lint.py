@@ -87,4 +87,4 @@ def test_every_error_is_printed_with_its_location(tmp_path: Path,
     assert out == ""
     assert f"{src}:2:11: error[E0301]: use of undeclared identifier 'y'" in err
     assert f"{src}:3:3: error[E0502]: tile 'x' has 24 elements" in err
-    assert "hint: tile 'x' has 24 elements; tile sizes must be powers of two" in err
+    assert "hint: tile dimensions must be powers of two or multiples of 16" in err

@@ -127,7 +127,7 @@ def test_locations_map_back_through_macros() -> None:
     d = info.value.first
     assert d.code == "E0502"
     assert (d.location.file, d.location.line) == ("k.tc", 3)
-    assert "tile sizes must be powers of two" in (d.hint or "")
+    assert "tile dimensions must be powers of two or multiples of 16" in (d.hint or "")
     rendered = str(info.value)
     assert rendered.splitlines()[1] == "      float x[TILE] = 0;"
 

@@ -295,11 +295,14 @@ def _math(rng: np.random.Generator, n: int) -> Launch:
     return Launch([np.zeros(4 * n, np.float32), x, n], (-(-n // 256),), (0,), False)
 
 
-def _reduce_axes(rng: np.random.Generator, ld: int) -> Launch:
-    # one unmasked 32 x 64 tile read out of a wider matrix: a leading dimension that is not a
-    # multiple of the tile
-    x = _rand(rng, (32, ld), np.float32)
-    return Launch([np.zeros(32, np.float32), np.zeros(64, np.float32), x, ld], (1,), (0, 1), False)
+def _reduce_axes(tm: int, tn: int) -> Callable[[np.random.Generator, int], Launch]:
+    def build(rng: np.random.Generator, ld: int) -> Launch:
+        # one unmasked tm x tn tile read out of a wider matrix: a leading dimension that is not
+        # a multiple of the tile
+        x = _rand(rng, (tm, ld), np.float32)
+        return Launch([np.zeros(tm, np.float32), np.zeros(tn, np.float32), x, ld], (1,), (0, 1), False)
+
+    return build
 
 
 def _signedness(scale: str) -> Launch:
@@ -514,15 +517,15 @@ __global__ void biased(half* A, half* B, float* bias, OUT* C, int M, int N, int 
 """
 
 
-def _bias_matmul(out: Any) -> Callable[[np.random.Generator, str], Launch]:
+def _bias_matmul(out: Any, mb: int = 64, nb: int = 64) -> Callable[[np.random.Generator, str], Launch]:
     def make(rng: np.random.Generator, scale: str) -> Launch:
         # M, N ragged (the store is masked), K whole blocks; operands and bias padded to whole tiles
-        m, n, k = (67, 70, 64) if scale == "odd" else (64 * 4 + 3, 64 * 4 + 1, 32 * 8)
-        pm, pn = -(-m // 64) * 64, -(-n // 64) * 64
+        m, n, k = (67, 70, 64) if scale == "odd" else (mb * 4 + 3, nb * 4 + 1, 32 * 8)
+        pm, pn = -(-m // mb) * mb, -(-n // nb) * nb
         a, b = _rand(rng, (pm, k), np.float16), _rand(rng, (k, pn), np.float16)
         bias = _rand(rng, pn, np.float32)
         c = np.zeros((m, n), out)
-        return Launch([a, b, bias, c, m, n, k, k, pn, n], (pm // 64, pn // 64), (3,), False)
+        return Launch([a, b, bias, c, m, n, k, k, pn, n], (pm // mb, pn // nb), (3,), False)
 
     return make
 
@@ -555,11 +558,11 @@ __global__ void attention(half* Q, half* K, half* V, half* O, int N) {
 """
 
 
-def _attention(bm: int) -> Callable[[np.random.Generator, str], Launch]:
+def _attention(bm: int, d: int = 64, bn: int = 64) -> Callable[[np.random.Generator, str], Launch]:
     def make(rng: np.random.Generator, scale: str) -> Launch:
-        rows, n = (bm * 2, 64) if scale == "odd" else (bm * 8, 64 * 6)
-        q, k, v = (_rand(rng, (r, 64), np.float16) for r in (rows, n, n))
-        return Launch([q, k, v, np.zeros((rows, 64), np.float16), n], (rows // bm,), (3,), False)
+        rows, n = (bm * 2, bn) if scale == "odd" else (bm * 8, bn * 6)
+        q, k, v = (_rand(rng, (r, d), np.float16) for r in (rows, n, n))
+        return Launch([q, k, v, np.zeros((rows, d), np.float16), n], (rows // bm,), (3,), False)
 
     return make
 
@@ -611,7 +614,10 @@ def suite_cases() -> list[Case]:
             lambda: [np.zeros(3, np.float32), np.zeros(1, np.int32)], (0, 1))),
         Case("int_ops", INT_OPS, {"BLOCK": 128}, _sized(1000, (1 << 16) + 3, _int_ops)),
         Case("math", MATH, {"BLOCK": 256}, _sized(999, (1 << 16) + 1, _math)),
-        Case("reduce_axes", REDUCE_AXES, {"TM": 32, "TN": 64}, _sized(67, 4096 + 3, _reduce_axes)),
+        Case("reduce_axes", REDUCE_AXES, {"TM": 32, "TN": 64}, _sized(67, 4096 + 3, _reduce_axes(32, 64))),
+        # tile dimensions that are multiples of 16, not powers of two (1-D tiles of 48 and 96
+        # over 128 threads: a Slice layout whose removed dimension holds the extra threads)
+        Case("reduce_axes[48x96]", REDUCE_AXES, {"TM": 48, "TN": 96}, _sized(101, 4096 + 3, _reduce_axes(48, 96))),
         Case("atomic_tickets", TICKETS, {}, _sized(37, 32 * 2000 + 5, _tickets)),
         Case("atomics", SUITE.ATOMICS, {}, _sized(1000, 64 * 1500 + 33, _atomics)),
         Case("guarded_atomics", SUITE.GUARDED, {}, _sized(5, 8, _guarded)),
@@ -637,7 +643,12 @@ def suite_cases() -> list[Case]:
              _bias_matmul(np.float32)),
         Case("matmul_bias[half]", BIAS_MATMUL, {"OUT": "half", "MB": 64, "NB": 64, "KB": 32},
              _bias_matmul(np.float16)),
+        Case("matmul_bias[half,NB=96]", BIAS_MATMUL, {"OUT": "half", "MB": 64, "NB": 96, "KB": 32},
+             _bias_matmul(np.float16, 64, 96)),
+        Case("matmul_bias[float,MB=64,NB=80]", BIAS_MATMUL, {"OUT": "float", "MB": 64, "NB": 80, "KB": 32},
+             _bias_matmul(np.float32, 64, 80)),
         Case("attention[BM=64]", ATTENTION, {"BM": 64, "BN": 64, "D": 64}, _attention(64)),
+        Case("attention[D=96,BN=48]", ATTENTION, {"BM": 64, "BN": 48, "D": 96}, _attention(64, 96, 48)),
         Case("attention[BM=32]", ATTENTION, {"BM": 32, "BN": 64, "D": 64}, _attention(32)),
         *(Case(f"dot_tile[{ty},BM={bm}]", DOT_TILE,
                {"TYPE": ty, "ACC": "int" if ty == "char" else "float", "BM": bm, "NORMALIZE": int(ty == "half")},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from tc_ir.lower import lower
 from tc_ir.ops import ConvertLayoutOp, DotOp, LoadOp, Module, ReduceOp, StoreOp, TransOp
 from tc_ir.types import TileType
 from tc_opt import AxisAnalysis, CompileOptions, blocked_for, gpu_pipeline
+from tc_opt.layout_utils import distributed_for
 from tc_opt.pass_manager import module_text
 from tc_opt.transpose_layout import is_register_trans, permute_blocked
 
@@ -287,3 +289,42 @@ def test_a_reduction_of_an_accumulator_across_warps_gets_shared_memory(bm: int, 
     src = red.operands[0].type
     assert isinstance(src, TileType) and isinstance(src.layout, Mma)
     assert scratch_bytes(red) == (warps_along_n * bm * 4 if warps_along_n > 1 else 0)
+
+
+# ------------------------------------------------------ tile dimensions that are not powers of two
+
+
+def _cover(lay: Blocked, d: int) -> int:
+    return lay.size_per_thread[d] * lay.threads_per_warp[d] * lay.warps_per_cta[d]
+
+
+@pytest.mark.parametrize("shape,warps", [((128, 192), 8), ((48, 96), 4), ((48, 96), 8), ((16, 48), 8),
+                                         ((96, 64), 4), ((64, 48), 4)])
+def test_blocked_layouts_cover_dimensions_of_multiples_of_16_in_whole_blocks(
+        shape: tuple[int, int], warps: int) -> None:
+    for vec in (1, 4, 8):
+        lay = blocked_for(shape, warps, vec=vec)
+        assert math.prod(lay.threads_per_warp) == 32 and math.prod(lay.warps_per_cta) == warps
+        for d, n in enumerate(shape):
+            cover = _cover(lay, d)
+            assert n % cover == 0 or cover % n == 0, (shape, warps, vec, lay)
+
+
+def test_blocked_layouts_of_power_of_two_tiles_are_unchanged() -> None:
+    # the rule for multiples of 16 leaves the layouts of power-of-two tiles as they were
+    assert blocked_for((128, 256), 8, vec=8) == Blocked([1, 8], [1, 32], [8, 1], [1, 0])
+    assert blocked_for((64, 64), 4, vec=4) == Blocked([1, 4], [2, 16], [4, 1], [1, 0])
+    assert blocked_for((1024,), 4, vec=4) == Blocked([4], [32], [4], [0])
+    assert blocked_for((32,), 4) == Blocked([1], [32], [4], [0])  # (warps replicate)
+    assert distributed_for((64, 64), 4, vec=4) == blocked_for((64, 64), 4, vec=4)
+
+
+@pytest.mark.parametrize("n,warps", [(96, 4), (48, 4), (192, 4), (192, 8), (80, 2)])
+def test_a_1d_tile_fewer_than_its_threads_gets_a_slice_whose_removed_dimension_replicates(
+        n: int, warps: int) -> None:
+    lay = distributed_for((n,), warps, vec=4)
+    assert isinstance(lay, Slice) and lay.dim == 0 and isinstance(lay.parent, Blocked)
+    parent = lay.parent
+    assert math.prod(parent.threads_per_warp) == 32 and math.prod(parent.warps_per_cta) == warps
+    assert n % _cover(parent, 1) == 0  # whole blocks along the tile; the rest along the removed dim
+    assert distributed_for((384,), 4) == blocked_for((384,), 4) == Blocked([1], [32], [4], [0])

@@ -391,3 +391,51 @@ def test_matmul_stream_k_on_the_gpu(shape: tuple[int, int, int]) -> None:
                                   stream_k="on")  # (one configuration: no tuning)
                     err = (c[0].double() - ref).abs().max().item()
                     assert err < 0.5 + 2e-2 * ref.abs().max().item(), (dtype, ta, tb, err)
+
+
+#: The tensor-core configurations whose tiles are not powers of two (192 columns).
+WIDE_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
+                if any(int(c.defines[d]) & (int(c.defines[d]) - 1) for d in ("MB", "NB"))]  # type: ignore[call-overload]
+
+
+def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgmma() -> None:
+    # 128x192 and 256x192 tiles: wgmma m64n192k16 reading TMA copies, no local-memory spills
+    import shutil
+
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {(128, 192), (256, 192)}  # type: ignore[call-overload]
+    for c in WIDE_CONFIGS:
+        defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[True], **c.defines}
+        flags = c.options or {}
+        options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
+                                 specialization=("divisible_by_16",) * 12,
+                                 persistent=bool(flags.get("persistent")), tma_store=bool(flags.get("tma_store")),
+                                 warp_specialize=bool(flags.get("warp_specialize")))
+        ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
+        assert "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16" in ck.ptx
+        assert "cp.async.bulk.tensor" in ck.ptx and "ld.global" not in ck.ptx
+        if shutil.which("ptxas"):
+            assert ck.spills == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_tiles_of_192_columns_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # each configuration alone, at shapes that cut its tiles in M, N and K
+    torch.manual_seed(0)
+    for m, n, k in [(1000, 777, 3000), (129, 4100, 520), (3072, 3072, 256)]:
+        a = _operand(m, k, ta, dtype).cuda()
+        b = _operand(k, n, tb, dtype).cuda()
+        ref = a.float() @ b.float()
+        for c in WIDE_CONFIGS:
+            got = torch.full((1, m, n), float("nan"), device="cuda", dtype=dtype)
+            mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c])
+            err = float((got[0].float() - ref).abs().max())
+            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.defines)

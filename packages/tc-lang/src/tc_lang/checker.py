@@ -40,12 +40,14 @@ from .builtins import (
 )
 from .diagnostics import Category, Diagnostic, Location, error_for
 from .rules import (
+    TILE_GRANULE,
     RuleError,
     binary_types,
     broadcast_shapes,
     common_scalar,
     integer_promotion,
     is_power_of_two,
+    is_tile_dimension,
     matmul_types,
     unary_type,
 )
@@ -246,16 +248,17 @@ class Checker:
         if not ok:
             return None
         tt = TileType(tuple(dims), base)
-        if not is_power_of_two(tt.numel) or tt.numel > _MAX_TILE_ELEMENTS:
+        bad = [v for v in dims if not is_tile_dimension(v)]
+        if bad or tt.numel > _MAX_TILE_ELEMENTS:
             if report:
                 if tt.numel > _MAX_TILE_ELEMENTS:
                     msg = f"tile '{what}' has {tt.numel} elements, more than {_MAX_TILE_ELEMENTS}"
                     self.shape_error("E0502", msg, tn.loc)
                 else:
                     self.shape_error(
-                        "E0502", f"tile '{what}' has {tt.numel} elements, not a power of two",
-                        tn.loc, hint=f"tile '{what}' has {tt.numel} elements; tile sizes must "
-                        "be powers of two",
+                        "E0502", f"tile '{what}' has {tt.numel} elements: a dimension of {bad[0]} is "
+                        f"neither a power of two nor a multiple of {TILE_GRANULE}", tn.loc,
+                        hint=f"tile dimensions must be powers of two or multiples of {TILE_GRANULE}",
                     )
             return None
         return tt
@@ -931,9 +934,10 @@ class Checker:
         if n <= 0:
             self.shape_error("E0510", f"empty range {values[0]} ... {values[1]}", e.loc)
             return self.typed(new, None)
-        if not is_power_of_two(n) or n > _MAX_TILE_ELEMENTS:
+        if not is_tile_dimension(n) or n > _MAX_TILE_ELEMENTS:
             self.shape_error("E0502", f"range {values[0]} ... {values[1]} has {n} elements",
-                             e.loc, hint="tile sizes must be powers of two")
+                             e.loc, hint=f"tile dimensions must be powers of two or multiples of "
+                             f"{TILE_GRANULE}")
             return self.typed(new, None)
         return self.typed(new, TileType((n,), INT32))
 

@@ -182,5 +182,18 @@ def is_power_of_two(n: int) -> bool:
     return n > 0 and (n & (n - 1)) == 0
 
 
+#: A tile dimension that is not a power of two must be a multiple of this: the granule of the
+#: tensor-core instructions, of 16-byte vector accesses and of TMA boxes, so that the compiler can
+#: always cover the dimension with power-of-two blocks of threads (48, 96, 192: a 128x192 matmul
+#: tile fills an H100's 132 SMs where 128x256 leaves most of a wave idle).
+TILE_GRANULE = 16
+
+
+def is_tile_dimension(n: int) -> bool:
+    """Whether a tile may be `n` long along one dimension: a power of two, or a multiple of
+    TILE_GRANULE."""
+    return is_power_of_two(n) or (n > 0 and n % TILE_GRANULE == 0)
+
+
 DEFAULT_FLOAT = FP32
 HALF = FP16

@@ -15,7 +15,7 @@ from tc_opt.axis_info import AxisAnalysis
 from tc_opt.options import CompileOptions
 from tc_opt.shared_alloc import Allocation
 
-from .layout_math import DimMap, ThreadMap, thread_map
+from .layout_math import DimMap, ThreadMap, UncoveredDimension, thread_map
 from .llvm_types import I1, I32, SHARED_PTR, llvm_type
 
 
@@ -40,9 +40,9 @@ class SharedTile:
 LVal = Union[ir.Value, TileVal, SharedTile]
 
 
-def lowering_error(message: str, loc: Location | None) -> TcLoweringError:
+def lowering_error(message: str, loc: Location | None, hint: str | None = None) -> TcLoweringError:
     return TcLoweringError(
-        [Diagnostic(Category.LOWERING, "E0690", message, loc or Location("<unknown>", 0, 0))]
+        [Diagnostic(Category.LOWERING, "E0690", message, loc or Location("<unknown>", 0, 0), hint=hint)]
     )
 
 
@@ -288,7 +288,13 @@ class Ctx:
             fn = LOWERINGS.get(op.NAME)
             if fn is None:
                 raise lowering_error(f"code generation does not support {op.NAME} yet", op.loc)
-            fn(self, op)
+            try:
+                fn(self, op)
+            except UncoveredDimension as exc:
+                raise lowering_error(
+                    f"{exc} over the program's {32 * self.num_warps} threads", op.loc,
+                    "a tile dimension that is not a power of two needs whole blocks of threads "
+                    "along it: use fewer warps (num_warps), a larger tile or a power of two") from None
 
 
 def element_llvm(t: TileType | ElementType) -> ir.Type:

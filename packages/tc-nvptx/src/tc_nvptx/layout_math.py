@@ -65,10 +65,6 @@ def _strides(sizes: tuple[int, ...], order: tuple[int, ...]) -> list[int]:
     return out
 
 
-def _is_pow2(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
-
-
 @attrs.frozen
 class ThreadMap:
     shape: tuple[int, ...]
@@ -94,6 +90,20 @@ class LayoutError(ValueError):
     """A layout the code generator cannot distribute (a compiler bug, not a user error)."""
 
 
+class UncoveredDimension(LayoutError):
+    """A tile dimension that is not a power of two and that the program's threads cannot cover in
+    whole blocks (a user's choice of tile and num_warps: reported at the operation's line)."""
+
+
+def check_cover(size: int, cover: int, mode: str) -> None:
+    """Refuse a dimension of `size` that blocks of `cover` elements (threads x elements per
+    thread) do not cover exactly: repeated blocks must divide it, replicated ones be a multiple
+    of it. Only a dimension that is not a power of two can fail (covers are powers of two)."""
+    if (mode == "tile" and size % cover) or (mode == "wrap" and cover % size):
+        raise UncoveredDimension(f"a tile dimension of {size} cannot be covered by whole blocks of "
+                          f"{cover} elements")
+
+
 def thread_map(shape: tuple[int, ...], layout: Layout) -> ThreadMap:
     # Walk Slice layouts down to the root Blocked, recording which root dims the tile keeps.
     kept = list(range(len(shape)))
@@ -117,8 +127,6 @@ def thread_map(shape: tuple[int, ...], layout: Layout) -> ThreadMap:
     warp_strides = _strides(root.warps_per_cta, root.order)
     dims = []
     for size, r in zip(shape, kept):
-        if not _is_pow2(size):
-            raise LayoutError(f"tile dimension {size} is not a power of two")
         spt, tpw, wpc = root.size_per_thread[r], root.threads_per_warp[r], root.warps_per_cta[r]
         cta = spt * tpw * wpc
         offs: tuple[int, ...]
@@ -131,6 +139,7 @@ def thread_map(shape: tuple[int, ...], layout: Layout) -> ThreadMap:
         else:
             mode = "tile"
             offs = tuple(rep * cta + s for rep in range(size // cta) for s in range(spt))
+        check_cover(size, cta, mode)
         dims.append(DimMap(size, mode, offs, spt, tpw, wpc, lane_strides[r], warp_strides[r], r))
     removed = tuple(
         RemovedDim(root.threads_per_warp[r], root.warps_per_cta[r], lane_strides[r], warp_strides[r])

@@ -14,11 +14,7 @@ from __future__ import annotations
 
 from tc_ir.layouts import DotOperand, Layout, Mma
 
-from .layout_math import DimMap, LayoutError, RemovedDim, ThreadMap
-
-
-def _is_pow2(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
+from .layout_math import DimMap, LayoutError, RemovedDim, ThreadMap, check_cover
 
 
 def _rows(size: int, wm: int, root_dim: int) -> DimMap:
@@ -27,6 +23,7 @@ def _rows(size: int, wm: int, root_dim: int) -> DimMap:
     if size < 16:
         raise LayoutError(f"tensor-core tiles need at least 16 rows, not {size}")
     mode, reps = ("wrap", 1) if cover > size else ("tile", size // cover)
+    check_cover(size, cover, mode)
     offs = tuple(r * cover + h * 8 for r in range(reps) for h in (0, 1))
     return DimMap(size, mode, offs, 1, 8, wm, 4, 1, root_dim, warp_step=16)
 
@@ -37,6 +34,7 @@ def _cols(size: int, wm: int, wn: int, per_lane: int, root_dim: int) -> DimMap:
     if size < 8:
         raise LayoutError(f"tensor-core tiles need at least 8 columns, not {size}")
     mode, reps = ("wrap", 1) if cover > size else ("tile", size // cover)
+    check_cover(size, cover, mode)
     offs = tuple(r * cover + j for r in range(reps) for j in range(per_lane))
     tpw, lane_stride = (4, 1) if per_lane == 2 else (8, 4)
     return DimMap(size, mode, offs, per_lane, tpw, wn, lane_stride, wm, root_dim, warp_step=8)
@@ -82,9 +80,6 @@ def mma_thread_map(
         raise LayoutError(f"a dot operand of a {root.parent} accumulator lives in shared memory: {layout}")
     if len(kept) + len(removed_root) != 2:
         raise LayoutError(f"layout {layout} does not fit a tile of rank {len(shape)}")
-    for s in shape:
-        if not _is_pow2(s):
-            raise LayoutError(f"tile dimension {s} is not a power of two")
     dims = tuple(_dim(root, r, s) for s, r in zip(shape, kept))
     removed = [_removed(root, r) for r in removed_root]
     if isinstance(root, DotOperand):

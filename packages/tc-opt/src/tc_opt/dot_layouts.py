@@ -56,9 +56,11 @@ def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int]:
     while wm * wn < num_warps:
         rows = m // (16 * wm)  # instruction blocks per warp along M
         cols = n // (8 * wn)
-        if rows >= 2 and (rows >= cols // 2 or cols < 2):
+        # (a split keeps whole blocks per warp: M or N need not be a power of two)
+        halve_rows, halve_cols = m % (32 * wm) == 0, n % (16 * wn) == 0
+        if halve_rows and (rows >= cols // 2 or not halve_cols):
             wm *= 2
-        elif cols >= 2:
+        elif halve_cols:
             wn *= 2
         else:
             wm *= 2  # more warps than blocks: the extra warps repeat the work
@@ -132,9 +134,10 @@ def shared_layout(shape: tuple[int, ...], order: tuple[int, ...], element: Eleme
     row_bytes = shape[order[0]] * eb
     if row_bytes < 16:
         return Shared(1, 1, 1, order)
-    per_phase = max(1, 128 // row_bytes)
-    max_phase = max(1, min(8 // per_phase, row_bytes // 16))
-    return Shared(vec, per_phase, max_phase, order)
+    # the widest swizzle (128, 64, 32 or 16 bytes) that divides the row: rows of a tile dimension
+    # that is not a power of two (96 halves: 192 bytes) are swizzled in panels of that width
+    width = next(w for w in (128, 64, 32, 16) if row_bytes % w == 0)
+    return Shared(vec, 128 // width, width // 16, order)
 
 
 def register_order(t: TileType) -> tuple[int, ...]:

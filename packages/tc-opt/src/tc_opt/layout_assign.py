@@ -52,7 +52,7 @@ from tc_ir.types import PointerType, ScalarType, TileType, element_of
 from .axis_info import AxisAnalysis
 from .dot_layouts import WGMMA_ARCHS, dot_operand_layout, dot_result_layout, uses_mma
 from .k_major_operands import k_major_anchors, load_order, swaps_operands
-from .layout_utils import blocked_for, default_order
+from .layout_utils import blocked_for, default_order, distributed_for
 from .pass_manager import Pass
 from .transpose_layout import transpose_anchors
 
@@ -69,6 +69,18 @@ def is_tile(v: Value) -> bool:
 
 def coalesced_layout(ptr: Value, axes: AxisAnalysis, num_warps: int) -> Blocked:
     """The layout that lets each thread access up to 128 bits of consecutive memory."""
+    return blocked_for(*_coalesced(ptr, axes, num_warps))
+
+
+def coalesced_distribution(ptr: Value, axes: AxisAnalysis, num_warps: int) -> Layout:
+    """coalesced_layout, as a Slice when its threads cannot cover the tile in whole blocks
+    (layout_utils.distributed_for)."""
+    return distributed_for(*_coalesced(ptr, axes, num_warps))
+
+
+def _coalesced(ptr: Value, axes: AxisAnalysis, num_warps: int
+               ) -> tuple[tuple[int, ...], int, tuple[int, ...], int]:
+    """blocked_for's arguments (shape, warps, order, vector width) for an access through `ptr`."""
     t = ptr.type
     assert isinstance(t, TileType)
     info = axes.info(ptr)
@@ -79,7 +91,7 @@ def coalesced_layout(ptr: Value, axes: AxisAnalysis, num_warps: int) -> Blocked:
     eb = elem.pointee.bytes if isinstance(elem, PointerType) else 4
     fast = order[0]
     vec = min(info.contiguity[fast], max(1, info.divisibility[fast] // eb), max(1, 16 // eb))
-    return blocked_for(t.shape, num_warps, order, max(1, vec))
+    return t.shape, num_warps, order, max(1, vec)
 
 
 class _Solver:
@@ -198,7 +210,7 @@ class _Solver:
         self.queue.extend(partial_loads)
         for op in self.f.walk():
             if isinstance(op, MEMORY) and is_tile(op.operands[0]):
-                lay: Layout = coalesced_layout(op.operands[0], axes, self.num_warps)
+                lay: Layout = coalesced_distribution(op.operands[0], axes, self.num_warps)
                 if isinstance(op, StoreOp) and self.store_accumulators:
                     lay = _stored_accumulator_layout(op, accumulators) or lay
                 elif (isinstance(op, StoreOp) and partial_loads and len(op.operands) == 2
@@ -305,9 +317,9 @@ class _Solver:
                 if is_tile(v) and v not in self.layout:
                     t = v.type
                     assert isinstance(t, TileType)
-                    lay: Layout = blocked_for(t.shape, self.num_warps)
+                    lay: Layout = distributed_for(t.shape, self.num_warps)
                     if isinstance(v, OpResult) and isinstance(v.op, DotOp):
-                        lay = blocked_for(t.shape, self.num_warps, vec=4)
+                        lay = distributed_for(t.shape, self.num_warps, vec=4)
                     self.push(v, lay)
                     self.solve()
 

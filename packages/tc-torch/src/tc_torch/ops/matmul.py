@@ -60,6 +60,11 @@ TENSOR_CORE_CONFIGS = [
     _cfg(64, 256, 32, 4, 4), _cfg(128, 128, 64, 4, 3),  # (the best on wgmma, H100 2026-11-23)
     _cfg(128, 256, 64, 8, 4), _cfg(128, 256, 64, 8, 3, **PERSISTENT),
     _cfg(128, 256, 64, 8, 4, **PERSISTENT),  # (two 16 KiB store buffers: 230,400 bytes)
+    # 192 columns (tile dimensions need not be powers of two): where 128x256 tiles leave most of
+    # the last wave of 132 SMs idle. H100, 2026-11-25, x cuBLAS in interleaved rounds against the
+    # tuner's choice without them: 3072^3 0.80 -> 0.97 (128x192 persistent), 3840^3 0.94 -> 0.97,
+    # 4352^3 0.93 -> 0.99 (256x192), 5120^3 0.89 -> 0.93
+    _cfg(128, 192, 64, 8, 4, **PERSISTENT), _cfg(256, 192, 64, 8, 3),
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
