@@ -15,12 +15,12 @@ SCALE = "__global__ void k(float* x) {\n  int r[N] = 0 ... N;\n  *(x + r) = *(x 
 
 
 def test_check_cover_refuses_blocks_that_do_not_divide_the_dimension() -> None:
-    check_cover(192, 64, "tile")
-    check_cover(16, 64, "wrap")
+    check_cover(192, 64)
+    check_cover(16, 64)
     with pytest.raises(LayoutError, match="dimension of 192 cannot be covered by whole blocks of 128"):
-        check_cover(192, 128, "tile")
+        check_cover(192, 128)
     with pytest.raises(LayoutError):
-        check_cover(48, 64, "wrap")  # (threads 48..63 would hold copies of some elements only)
+        check_cover(48, 64)  # (threads 48..63 would hold copies of some elements only)
 
 
 def test_thread_maps_repeat_blocks_along_a_dimension_of_192() -> None:

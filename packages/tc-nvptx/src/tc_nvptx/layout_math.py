@@ -17,6 +17,7 @@ import itertools
 
 import attrs
 from tc_ir.layouts import Blocked, DotOperand, Layout, Mma, Slice
+from tc_opt.layout_utils import covers
 
 
 @attrs.frozen
@@ -95,13 +96,12 @@ class UncoveredDimension(LayoutError):
     whole blocks (a user's choice of tile and num_warps: reported at the operation's line)."""
 
 
-def check_cover(size: int, cover: int, mode: str) -> None:
-    """Refuse a dimension of `size` that blocks of `cover` elements (threads x elements per
-    thread) do not cover exactly: repeated blocks must divide it, replicated ones be a multiple
-    of it. Only a dimension that is not a power of two can fail (covers are powers of two)."""
-    if (mode == "tile" and size % cover) or (mode == "wrap" and cover % size):
+def check_cover(size: int, cover: int, spt: int = 1) -> None:
+    """Refuse a dimension of `size` that blocks of `cover` elements (`spt` per thread) do not
+    spread evenly (tc_opt.layout_utils.covers)."""
+    if not covers(size, cover, spt):
         raise UncoveredDimension(f"a tile dimension of {size} cannot be covered by whole blocks of "
-                          f"{cover} elements")
+                                 f"{cover} elements")
 
 
 def thread_map(shape: tuple[int, ...], layout: Layout) -> ThreadMap:
@@ -139,7 +139,7 @@ def thread_map(shape: tuple[int, ...], layout: Layout) -> ThreadMap:
         else:
             mode = "tile"
             offs = tuple(rep * cta + s for rep in range(size // cta) for s in range(spt))
-        check_cover(size, cta, mode)
+        check_cover(size, cta, spt)
         dims.append(DimMap(size, mode, offs, spt, tpw, wpc, lane_strides[r], warp_strides[r], r))
     removed = tuple(
         RemovedDim(root.threads_per_warp[r], root.warps_per_cta[r], lane_strides[r], warp_strides[r])

@@ -23,7 +23,7 @@ def _rows(size: int, wm: int, root_dim: int) -> DimMap:
     if size < 16:
         raise LayoutError(f"tensor-core tiles need at least 16 rows, not {size}")
     mode, reps = ("wrap", 1) if cover > size else ("tile", size // cover)
-    check_cover(size, cover, mode)
+    check_cover(size, cover)
     offs = tuple(r * cover + h * 8 for r in range(reps) for h in (0, 1))
     return DimMap(size, mode, offs, 1, 8, wm, 4, 1, root_dim, warp_step=16)
 
@@ -34,7 +34,7 @@ def _cols(size: int, wm: int, wn: int, per_lane: int, root_dim: int) -> DimMap:
     if size < 8:
         raise LayoutError(f"tensor-core tiles need at least 8 columns, not {size}")
     mode, reps = ("wrap", 1) if cover > size else ("tile", size // cover)
-    check_cover(size, cover, mode)
+    check_cover(size, cover)
     offs = tuple(r * cover + j for r in range(reps) for j in range(per_lane))
     tpw, lane_stride = (4, 1) if per_lane == 2 else (8, 4)
     return DimMap(size, mode, offs, per_lane, tpw, wn, lane_stride, wm, root_dim, warp_step=8)

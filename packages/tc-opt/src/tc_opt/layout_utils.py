@@ -54,8 +54,8 @@ def distributed_for(
     Blocked layout whose extra, removed dimension holds the left-over lanes and warps: they
     replicate the tile, as the warps along the other dimension of a 2-D tile's row do."""
     lay = blocked_for(shape, num_warps, order, vec)
-    if all(_covers(n, lay.size_per_thread[d] * lay.threads_per_warp[d] * lay.warps_per_cta[d],
-                   lay.size_per_thread[d]) for d, n in enumerate(shape)):
+    if all(covers(n, lay.size_per_thread[d] * lay.threads_per_warp[d] * lay.warps_per_cta[d],
+                  lay.size_per_thread[d]) for d, n in enumerate(shape)):
         return lay
     spt, tpw, wpc, lanes, warps = _fit(shape, num_warps, lay.order, vec, False)
     parent = Blocked([1, *spt], [lanes, *tpw], [warps, *wpc], (*(d + 1 for d in lay.order), 0))
@@ -68,7 +68,10 @@ def _order(shape: Sequence[int], order: Sequence[int] | None) -> tuple[int, ...]
     return tuple(order) if order is not None else default_order(len(shape))
 
 
-def _covers(size: int, cover: int, spt: int) -> bool:
+def covers(size: int, cover: int, spt: int) -> bool:
+    """Whether blocks of `cover` elements (`spt` per thread) spread a dimension of `size` evenly:
+    one thread holds it all, repeated blocks divide it, or replicated blocks are a multiple of it
+    (never otherwise for a dimension that is not a power of two: covers are powers of two)."""
     return size == 1 or spt >= size or size % cover == 0 or cover % size == 0
 
 
