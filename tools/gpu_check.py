@@ -112,7 +112,9 @@ def run_pytest(r: Report) -> None:
     text = proc.stdout + proc.stderr
     if OUT is not None:
         (OUT / "pytest-gpu.log").write_text(text)
-    tail = text.strip().splitlines()[-1] if text.strip() else "(no output)"
+    # the summary ("N passed, M skipped in T s"), not a warning that pytest printed after it
+    summaries = [line for line in text.splitlines() if re.search(r"\d+ (passed|failed|error)", line)]
+    tail = summaries[-1].strip("= ") if summaries else "(no summary line)"
     r.say("\n".join(text.strip().splitlines()[-40:]))
     # exit code 5: no test selected (acceptable only if nothing is marked gpu yet)
     r.check("pytest -m gpu", proc.returncode in (0, 5), tail)

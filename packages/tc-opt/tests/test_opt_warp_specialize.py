@@ -98,6 +98,32 @@ def test_other_schedules(stages: int, warps: int, nb: int) -> None:
     assert [op.count for op in init] == [1, warps]
 
 
+@pytest.mark.parametrize("warps,limit", [(4, 255), (5, 255), (8, 255), (9, 168), (12, 168), (13, 128)])
+def test_registers_per_thread_follow_the_fullest_partition(warps: int, limit: int) -> None:
+    from tc_opt.warp_specialize import registers_per_thread
+
+    assert registers_per_thread(warps) == limit
+
+
+def test_an_accumulator_too_large_for_nine_warps_keeps_the_plain_pipeline() -> None:
+    """256x192 float over 8 warps is 192 registers a thread; 9 warps allow 168 (ptxas spilled and
+    serialized the wgmma). The loop stays plain; a persistent grid does without the producer."""
+    from tc_nvptx.compiler import frontend_module
+    from tc_opt.warp_specialize import accumulator_registers
+
+    wide = {**TILE, "MB": 256, "NB": 192, "KB": 32}
+    m = _gpu_ir(stages=3, defines=wide)
+    assert not _ws(m) and "producer_warps" not in m.attributes
+    dots = [op for op in m.walk() if isinstance(op, O.DotOp)]
+    assert dots and accumulator_registers(dots[0].result.type, 8) == 192
+    persistent = frontend_module(TUTORIAL, wide, None, "<test>")
+    gpu_pipeline(CompileOptions(arch="sm_90", num_warps=8, num_stages=3, specialization=ALIGNED,
+                                warp_specialize=True, persistent=True)).run(persistent)
+    assert not _ws(persistent) and persistent.attributes.get("persistent") is True
+    # 128 registers of accumulator (128x256 over 8 warps) leave room: specialized
+    assert _ws(_gpu_ir(stages=3))
+
+
 #: A store before the loop: the producer warp would run it too (with the layouts of the program's
 #: warps), so the loop keeps the plain TMA pipeline.
 STORE_FIRST = TUTORIAL.replace("// reduction loop", "*(C + pid) = 0;\n// reduction loop")

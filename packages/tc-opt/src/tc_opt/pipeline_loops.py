@@ -399,7 +399,7 @@ class PipelineLoops(Pass):
         if plans is None:
             return None
         o = self.options
-        if o.warp_specialize and "producer_warps" not in module.attributes and can_specialize(f, loop, plans):
+        if o.warp_specialize and "producer_warps" not in module.attributes and can_specialize(f, loop, plans, o.num_warps):
             persistent = o.persistent and can_persist(f, loop, plans)
             warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps, persistent)
             module.attributes["producer_warps"] = PRODUCER_WARPS

@@ -76,15 +76,42 @@ from .tma import Lin, TmaPlan
 
 #: Warps of the producer (one: its one elected thread issues every copy).
 PRODUCER_WARPS = 1
+#: An SM's register file is four partitions of 16 K 32-bit registers, one per warp scheduler,
+#: and a program's warps are spread over them round robin.
+REGISTER_PARTITIONS = 4
+REGISTERS_PER_PARTITION = 16 * 1024
+#: Registers a consumer thread holds besides its accumulator (addresses, descriptors, barrier
+#: phases, loop state): 26 in the 128x256x64 fp16 kernel (154 in all).
+CONSUMER_OVERHEAD = 32
 
 
-def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
+def registers_per_thread(warps: int) -> int:
+    """The most registers ptxas can give each thread of a program of `warps` warps: the fullest
+    partition holds ceil(warps / 4) of them (168 at 9 warps, where 8 warps may take 255)."""
+    per_partition = -(-warps // REGISTER_PARTITIONS)
+    return min(255, REGISTERS_PER_PARTITION // (32 * per_partition) // 8 * 8)
+
+
+def accumulator_registers(acc: TileType, num_warps: int) -> int:
+    """32-bit registers per thread of the program's warps that a dot's accumulator takes."""
+    elements = 1
+    for d in acc.shape:
+        elements *= d
+    return -(-elements * max(acc.element.bits, 32) // (32 * 32 * num_warps))
+
+
+def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan], num_warps: int) -> bool:
     """Whether `loop`, with TMA plans for all its candidate loads, qualifies.
 
     Not a tf32 product computed transposed (its accumulator layout `Mma.transposed`, B^T read into
     registers each K step): ptxas serializes the wgmma of that loop behind a producer warp
     (advisory C7512, "insufficient register resources", at 164 registers of 224), and the
-    serialized kernel ran 0.79-0.89x the plain one on an H100 (2026-11-25)."""
+    serialized kernel ran 0.79-0.89x the plain one on an H100 (2026-11-25).
+
+    Nor an accumulator that leaves too few registers under the producer's odd warp count
+    (registers_per_thread): a 256x192 fp32 accumulator over 8 warps is 192 registers a thread of
+    the 168 that 9 warps allow, and ptxas spilled and serialized the wgmma (advisory C7511; tf32
+    A B^T 11 TFLOPS instead of 325 without the producer, H100 2026-11-25)."""
     if loop.parent is not f.body:
         return False
     dot = async_dot(loop, [p.alloc for p in plans])
@@ -92,6 +119,9 @@ def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
         return False
     acc = dot.result.type
     if isinstance(acc, TileType) and isinstance(acc.layout, Mma) and acc.layout.transposed:
+        return False
+    budget = registers_per_thread(num_warps + PRODUCER_WARPS)
+    if isinstance(acc, TileType) and accumulator_registers(acc, num_warps) + CONSUMER_OVERHEAD > budget:
         return False
     before = f.body.ops[: f.body.ops.index(loop)]
     return not any(op.HAS_SIDE_EFFECTS or op.regions for op in before)
@@ -269,4 +299,5 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         consumer.insert(consumer.ops.index(inval) + 1, MBarrierInvalOp.create([empty], [], loc=loop.loc))
 
 
-__all__ = ["PRODUCER_WARPS", "can_persist", "can_specialize", "warp_specialize_loop"]
+__all__ = ["PRODUCER_WARPS", "accumulator_registers", "can_persist", "can_specialize", "registers_per_thread",
+           "warp_specialize_loop"]
