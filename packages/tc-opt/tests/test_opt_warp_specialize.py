@@ -124,6 +124,30 @@ def test_an_accumulator_too_large_for_nine_warps_keeps_the_plain_pipeline() -> N
     assert _ws(_gpu_ir(stages=3))
 
 
+MATMUL = Path(__file__).resolve().parents[2] / "tc-torch" / "src" / "tc_torch" / "kernels" / "matmul.tc"
+#: tc_torch's matmul in float (tf32) with B transposed (K-contiguous), and A as given (K-contiguous)
+#: or transposed (M-contiguous: wgmma reads it into registers).
+A_BT = {"TYPE": "float", "ACC": "float", "USE_A": "a", "STRIDE_AK": "1", "STRIDE_AM": "lda",
+        "BROADCAST_AK": "newaxis,:", "BROADCAST_AM": ":,newaxis", "SHAPE_A": "MB,KB", "USE_B": "^b",
+        "STRIDE_BK": "1", "STRIDE_BN": "ldb", "BROADCAST_BK": "newaxis,:", "BROADCAST_BN": ":,newaxis",
+        "SHAPE_B": "NB,KB", "MB": 128, "NB": 256, "KB": 32}
+AT_BT = {**A_BT, "USE_A": "^a", "STRIDE_AK": "lda", "STRIDE_AM": "1", "BROADCAST_AK": ":,newaxis",
+         "BROADCAST_AM": "newaxis,:", "SHAPE_A": "KB,MB"}
+
+
+@pytest.mark.parametrize("defines,specialized", [(A_BT, True), (AT_BT, False)])
+def test_a_read_into_registers_keeps_the_plain_pipeline(defines: dict[str, object], specialized: bool) -> None:
+    """A tf32 A staged M-contiguous is read into registers each K step: behind a producer warp
+    ptxas serialized that loop's wgmma (C7512), so only the K-contiguous A gets one."""
+    from tc_nvptx.compiler import frontend_module
+
+    m = frontend_module(MATMUL.read_text(), defines, None, "matmul.tc")
+    gpu_pipeline(CompileOptions(arch="sm_90", num_warps=8, num_stages=3, specialization=("16",) * 12,
+                                fp32_dot="tf32", warp_specialize=True, persistent=True)).run(m)
+    assert bool(_ws(m)) is specialized
+    assert m.attributes.get("persistent") is True
+
+
 #: A store before the loop: the producer warp would run it too (with the layouts of the program's
 #: warps), so the loop keeps the plain TMA pipeline.
 STORE_FIRST = TUTORIAL.replace("// reduction loop", "*(C + pid) = 0;\n// reduction loop")

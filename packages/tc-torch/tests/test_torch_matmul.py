@@ -208,7 +208,7 @@ def test_matmul_is_auto_tuned_per_shape(monkeypatch: pytest.MonkeyPatch,
     """With several configurations the runtime tunes once per (M, N, K) (on the interpreter it
     checks that they agree and keeps the first), and the result is right for each shape."""
     cfgs = [mm._cfg(32, 32, 16, 4, 1), mm._cfg(16, 64, 8, 2, 1)]
-    monkeypatch.setattr(mm, "configs_for", lambda dtype, device, precision="ieee": cfgs)
+    monkeypatch.setattr(mm, "configs_for", lambda dtype, device, precision="ieee", trans_b=False: cfgs)
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
     for m, n, k in ((40, 24, 20), (40, 24, 20), (17, 70, 33)):
         a = torch.randint(-3, 4, (m, k)).float()
@@ -247,15 +247,24 @@ def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
     assert kw["defines"]["USE_A"] == "^a" and kw["defines"]["USE_B"] == "b"
 
 
+def _tf32_shared_bytes(c: Any, restaged: bool) -> int:
+    mb, nb, kb = (int(c.defines[d]) for d in ("MB", "NB", "KB"))
+    return int((c.num_stages * (mb + nb) + (2 * nb if restaged else 0)) * kb * 4)
+
+
 def test_matmul_tf32_kernels_tune_over_the_tf32_tiles(kernel_calls: list[dict[str, Any]]) -> None:
     mm.kernel_for(torch.float32, False, False, torch.device("cuda", 0), precision="tf32")
-    (kw,) = kernel_calls
-    assert kw["autotune_configs"] == mm.TF32_CONFIGS and kw["fp32_dot"] == "tf32"
-    # every tile fits the shared memory of an sm_90 program (227 KiB) with its stages and the two
-    # buffers B (N-contiguous) is restaged K-major into (tc_opt.k_major_operands)
+    mm.kernel_for(torch.float32, False, True, torch.device("cuda", 0), precision="tf32")
+    n_major_b, k_major_b = kernel_calls
+    assert n_major_b["autotune_configs"] == mm.TF32_CONFIGS and n_major_b["fp32_dot"] == "tf32"
+    assert k_major_b["autotune_configs"] == mm.TF32_K_MAJOR_B_CONFIGS
+    # every tile fits the shared memory of an sm_90 program (227 KiB) with its stages and, where
+    # B is N-contiguous, the two buffers B is restaged K-major into (tc_opt.k_major_operands)
     for c in mm.TF32_CONFIGS:
-        mb, nb, kb = (int(c.defines[d]) for d in ("MB", "NB", "KB"))  # type: ignore[call-overload]
-        assert (c.num_stages * (mb + nb) + 2 * nb) * kb * 4 <= 227 * 1024 - 1024
+        assert _tf32_shared_bytes(c, restaged=True) <= 227 * 1024 - 1024
+    extra = [c for c in mm.TF32_K_MAJOR_B_CONFIGS if c not in mm.TF32_CONFIGS]
+    assert extra and all(_tf32_shared_bytes(c, restaged=False) <= 227 * 1024 - 1024 for c in extra)
+    assert not all(_tf32_shared_bytes(c, restaged=True) <= 227 * 1024 - 1024 for c in extra)
 
 
 def test_matmul_one_configuration_keeps_its_schedule_options(kernel_calls: list[dict[str, Any]]) -> None:

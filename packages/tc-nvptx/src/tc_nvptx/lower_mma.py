@@ -14,11 +14,12 @@ import llvmlite.ir as ir
 from tc_ir.layouts import DotOperand, Mma
 from tc_ir.ops import DotOp
 from tc_ir.types import ElementType, ScalarType, TileType
+from tc_opt.k_major_operands import reads_a_from_registers
 
 from .context import Ctx, SharedTile, TileVal, lowering_error
 from .llvm_types import F32, I32, bits_of, constant, llvm_type, memory_type
 from .lowerings import lowers
-from .lower_wgmma import lower_wgmma, lower_wgmma_register_a, uses_register_a
+from .lower_wgmma import lower_wgmma, lower_wgmma_register_a
 from .swizzle import SharedView
 
 Key = tuple[int, ...]
@@ -232,7 +233,7 @@ def lower_dot(ctx: Ctx, op: DotOp) -> None:
     if isinstance(acc.map.layout, Mma) and acc.map.layout.version == 3:
         if not isinstance(a, SharedView) or not isinstance(bv, SharedView):
             raise lowering_error("internal error: wgmma operands are not in shared memory", op.loc)
-        if uses_register_a(op):
+        if reads_a_from_registers(op):
             lower_wgmma_register_a(ctx, op, a, bv, acc, use_acc)
         else:
             lower_wgmma(ctx, op, a, bv, acc, use_acc)

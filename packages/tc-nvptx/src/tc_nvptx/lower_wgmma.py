@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import llvmlite.ir as ir
-from tc_ir.layouts import Mma, Shared
+from tc_ir.layouts import Mma
 from tc_ir.ops import DotOp, DotWaitOp, OpResult
 from tc_ir.types import ScalarType
 from tc_opt.dot_layouts import is_wgmma_dot
+from tc_opt.k_major_operands import reads_a_from_registers
 
 from .context import Ctx, TileVal, lowering_error
 from .llvm_types import F32, I32
@@ -189,23 +190,6 @@ def register_a_groups(op: DotOp) -> int:
     return max(1, int(a.shape[1]) // 8)  # type: ignore[union-attr]
 
 
-def uses_register_a(op: DotOp) -> bool:
-    """Whether a laid-out wgmma dot reads its A operand into registers: a transposed accumulator
-    (C^T = B^T A^T), or tf32 operands with A staged M-contiguous (wgmma reads tf32 K-major only
-    from shared memory, any layout from registers)."""
-    lay = getattr(op.result.type, "layout", None)
-    if not isinstance(lay, Mma) or lay.version != 3:
-        return False
-    if lay.transposed:
-        return True
-    a = op.operands[0]
-    e = getattr(a.type, "element", None)
-    if not (isinstance(e, ScalarType) and e.bits == 32 and isinstance(a, OpResult)):
-        return False
-    shared = getattr(a.op.operands[0].type, "layout", None) if a.op.operands else None
-    return isinstance(shared, Shared) and shared.order[0] != 1
-
-
 def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, acc: TileVal,
                            use_acc: ir.Value | None = None) -> None:
     """A tf32 dot with wgmma's A operand in registers, read from shared memory per K step of 8
@@ -309,6 +293,6 @@ def lower_dot_wait(ctx: Ctx, op: DotWaitOp) -> None:
     valid = ctx.values[op.operands[1]] if len(op.operands) > 1 else None
     pending = int(op.pending)
     dot = op.operands[0]
-    if pending and isinstance(dot, OpResult) and isinstance(dot.op, DotOp) and uses_register_a(dot.op):
+    if pending and isinstance(dot, OpResult) and isinstance(dot.op, DotOp) and reads_a_from_registers(dot.op):
         pending *= register_a_groups(dot.op)  # (a dot of several commit groups: whole dots pending)
     ctx.values[op.result] = wait_for_wgmma(ctx, src, pending, valid)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from tc_ir.layouts import Blocked, Layout, Shared
+from tc_ir.layouts import Blocked, Layout, Mma, Shared
 from tc_ir.ops import (
     BinaryOp,
     ConstantOp,
@@ -134,6 +134,23 @@ def register_a_operand(index: int) -> bool:
     which wgmma reads from registers where it is not K-major (tc_nvptx.lower_wgmma reads it
     there from its tile in shared memory, 4 registers per K step of 8)."""
     return index == 0
+
+
+def reads_a_from_registers(op: DotOp) -> bool:
+    """Whether a laid-out wgmma dot reads its A operand into registers (tc_nvptx.lower_wgmma): a transposed accumulator
+    (C^T = B^T A^T), or tf32 operands with A staged M-contiguous (wgmma reads tf32 K-major only
+    from shared memory, any layout from registers)."""
+    lay = getattr(op.result.type, "layout", None)
+    if not isinstance(lay, Mma) or lay.version != 3:
+        return False
+    if lay.transposed:
+        return True
+    a = op.operands[0]
+    e = getattr(a.type, "element", None)
+    if not (isinstance(e, ScalarType) and e.bits == 32 and isinstance(a, OpResult)):
+        return False
+    shared = getattr(a.op.operands[0].type, "layout", None) if a.op.operands else None
+    return isinstance(shared, Shared) and shared.order[0] != 1
 
 
 def swaps_operands(dot: DotOp, num_warps: int, num_stages: int, fast_of: Callable[[Value], int]) -> bool:

@@ -58,9 +58,9 @@ from tc_ir.ops import (
     WarpSpecializeOp,
     YieldOp,
 )
-from tc_ir.layouts import Mma
 from tc_ir.types import I1, I32, IRType, TileType
 
+from .k_major_operands import reads_a_from_registers
 from .persistent import grid_of, has_early_return, move_into, program_ids, tile_loop, user_program_ids
 from .pipeline_loops import _buffer_type, _Emitter, async_dot, replace_loop
 from .pipeline_tma import (
@@ -103,10 +103,12 @@ def accumulator_registers(acc: TileType, num_warps: int) -> int:
 def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan], num_warps: int) -> bool:
     """Whether `loop`, with TMA plans for all its candidate loads, qualifies.
 
-    Not a tf32 product computed transposed (its accumulator layout `Mma.transposed`, B^T read into
-    registers each K step): ptxas serializes the wgmma of that loop behind a producer warp
-    (advisory C7512, "insufficient register resources", at 164 registers of 224), and the
-    serialized kernel ran 0.79-0.89x the plain one on an H100 (2026-11-25).
+    Not a dot whose wgmma reads A into registers each K step (k_major_operands.
+    reads_a_from_registers: a tf32 product computed transposed, B^T in registers, or a tf32 A
+    staged M-contiguous): ptxas serializes the wgmma of that loop behind a producer warp
+    (advisory C7512, "insufficient register resources", at 164-168 registers; A^T B^T with
+    128x256x32 tiles), and the serialized kernel ran 0.79-0.89x the plain one on an H100
+    (2026-11-25).
 
     Nor an accumulator that leaves too few registers under the producer's odd warp count
     (registers_per_thread): a 256x192 fp32 accumulator over 8 warps is 192 registers a thread of
@@ -117,9 +119,9 @@ def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan], num_warps: in
     dot = async_dot(loop, [p.alloc for p in plans])
     if dot is None:
         return False
-    acc = dot.result.type
-    if isinstance(acc, TileType) and isinstance(acc.layout, Mma) and acc.layout.transposed:
+    if reads_a_from_registers(dot):
         return False
+    acc = dot.result.type
     budget = registers_per_thread(num_warps + PRODUCER_WARPS)
     if isinstance(acc, TileType) and accumulator_registers(acc, num_warps) + CONSUMER_OVERHEAD > budget:
         return False
