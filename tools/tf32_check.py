@@ -43,14 +43,24 @@ def close(got: Any, a: Any, b: Any) -> tuple[bool, float]:
     return err <= 1e-2 * max(ref.abs().max().item(), 1.0), err
 
 
-def check_correctness(configs: list[Any], layouts: tuple[str, ...]) -> int:
+def tuned_configs(layout: str) -> list[Any]:
+    """The configurations tc_torch's auto-tuner offers a tf32 product in `layout` (B K-contiguous,
+    `?t`, has tiles of its own that do not fit where B is restaged)."""
+    import torch
+
+    from tc_torch.ops.matmul import configs_for
+
+    return list(configs_for(torch.float32, torch.device("cuda"), "tf32", trans_b=layout[1] == "t"))
+
+
+def check_correctness(configs_of: Callable[[str], list[Any]], layouts: tuple[str, ...]) -> int:
     import torch
 
     from tc_torch.ops.matmul import matmul_out
 
     failures = 0
-    for cfg in configs:
-        for layout in layouts:
+    for layout in layouts:
+        for cfg in configs_of(layout):
             for m, n, k in ODD_SHAPES:
                 a, b = operands(m, n, k, layout)
                 c = torch.full((1, m, n), float("nan"), device="cuda")
@@ -65,7 +75,7 @@ def check_correctness(configs: list[Any], layouts: tuple[str, ...]) -> int:
                 if not good:
                     print(f"  {cfg} {layout} {m}x{n}x{k}: WRONG, max error {err:.3g}", flush=True)
                     failures += 1
-        print(f"checked {cfg} in layouts {','.join(layouts)}", flush=True)
+            print(f"checked {config_name(cfg)} in layout {layout}", flush=True)
     return failures
 
 
@@ -94,22 +104,24 @@ def main() -> None:
 
     from tc_runtime import config
     from tc_runtime.testing import do_bench
-    from tc_torch.ops.matmul import TF32_CONFIGS, matmul_out
+    from tc_torch.ops.matmul import matmul_out
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--keep", type=int, default=2)
     ap.add_argument("--configs", default="",
-                    help="MB,NB,KB,warps,stages[,p][,s][,n] separated by ';' (default: TF32_CONFIGS)")
+                    help="MB,NB,KB,warps,stages[,p][,s][,n] separated by ';' (default: the tuner's for "
+                         "each layout)")
     ap.add_argument("--layouts", default=",".join(LAYOUTS), help="the layouts checked")
     ap.add_argument("--timed", default="nn,tn", help="the layouts timed")
     args = ap.parse_args()
-    configs = list(TF32_CONFIGS)
+    configs_of = tuned_configs
     if args.configs:
-        configs = [parse_config(text, config) for text in args.configs.split(";")]
+        given = [parse_config(text, config) for text in args.configs.split(";")]
+        configs_of = lambda layout: given  # noqa: E731
     layouts = tuple(x for x in args.layouts.split(",") if x)
-    failures = check_correctness(configs, layouts)
+    failures = check_correctness(configs_of, layouts)
     for size in (int(x) for x in args.sizes.split(",") if x):
         flops = 2.0 * size ** 3
         for layout in (x for x in args.timed.split(",") if x):
@@ -122,7 +134,7 @@ def main() -> None:
 
             timed: dict[str, Callable[[], None]] = {}
             speed: dict[str, float] = {}
-            for cfg in configs:
+            for cfg in configs_of(layout):
                 name = config_name(cfg)
 
                 def run(cfg: Any = cfg, a: Any = a, b: Any = b, c: Any = c) -> None:
