@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from tc_ir import ops as O
 from tc_ir.testing import filecheck, round_trip
+from tc_ir.types import TileType
 from tc_ir.verifier import IRVerificationError, verify
 from tc_opt import CompileOptions
 from tc_opt.pipeline import gpu_pipeline
@@ -114,8 +115,9 @@ def test_an_accumulator_too_large_for_nine_warps_keeps_the_plain_pipeline() -> N
     wide = {**TILE, "MB": 256, "NB": 192, "KB": 32}
     m = _gpu_ir(stages=3, defines=wide)
     assert not _ws(m) and "producer_warps" not in m.attributes
-    dots = [op for op in m.walk() if isinstance(op, O.DotOp)]
-    assert dots and accumulator_registers(dots[0].result.type, 8) == 192
+    accumulators = [op.result.type for op in m.walk() if isinstance(op, O.DotOp)]
+    assert accumulators and isinstance(accumulators[0], TileType)
+    assert accumulator_registers(accumulators[0], 8) == 192
     persistent = frontend_module(TUTORIAL, wide, None, "<test>")
     gpu_pipeline(CompileOptions(arch="sm_90", num_warps=8, num_stages=3, specialization=ALIGNED,
                                 warp_specialize=True, persistent=True)).run(persistent)
