@@ -149,6 +149,30 @@ def test_while_do_while_break_continue() -> None:
     assert list(odd) == [sum(j for j in range(1, p * 3 + 1, 2)) for p in range(P)]
 
 
+EFFECTS_IN_BRANCHES = """
+__global__ void k(int* o, int n) {
+  int a = 0;
+  int b = 10;
+  int c = n > 0 ? a++ : b--;            // only the branch taken assigns
+  int d = (n > 1 || (a += 5) > 0) && (b += 2) > 0;
+  int i = 0;
+  int s = 0;
+  while (i < n && (s += i) < 100) i++;
+  *(o + 0) = a; *(o + 1) = b; *(o + 2) = c; *(o + 3) = d; *(o + 4) = i; *(o + 5) = s;
+}
+"""
+
+
+@pytest.mark.parametrize(("n", "expected"), [(0, [5, 11, 10, 1, 0, 0]), (1, [6, 12, 0, 1, 1, 0]),
+                                             (5, [1, 12, 0, 1, 5, 10])])
+def test_assignments_in_conditionally_evaluated_operands_outlive_them(n: int, expected: list[int]) -> None:
+    # (they failed IR verification: the new values were defined inside the if's regions)
+    module = lower_source(EFFECTS_IN_BRANCHES)
+    o = np.zeros(6, np.int32)
+    interpret(module, [o, n], (1,), source=EFFECTS_IN_BRANCHES)
+    assert o.tolist() == expected
+
+
 FOREVER = """
 __device__ int first_above(float* x, int n, float t) {
   for (int i = 0;; i++) { if (i >= n) return -1; if (*(x + i) > t) return i; }

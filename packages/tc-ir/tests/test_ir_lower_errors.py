@@ -119,3 +119,29 @@ def test_value_attributes_need_integers_or_pointers_and_powers_of_two() -> None:
     assert e.first.location.line == 2 and "integer" in str(e)  # the checker or the lowering
     e = _error("__global__ void k(float* p) {\n  float* q __aligned(12) = p;\n  *q = 1.0f;\n}")
     assert "power of two" in str(e)
+
+
+def test_lowering_errors_quote_the_source_line_with_a_caret() -> None:
+    # (the lowering knows locations only: `lower` looks the text up in the unit's source map)
+    e = _error("__global__ void k(float* p) {\n float x[16] = *(p + 0 ... 16);\n *p = x[-];\n}")
+    assert isinstance(e, TcLoweringError) and e.first.source_line == " *p = x[-];"
+    lines = str(e).splitlines()
+    assert lines[0].startswith("<source>:3:") and "error[E06" in lines[0]
+    assert lines[1] == "     *p = x[-];" and lines[2].strip().startswith("^")
+
+
+def test_void_pointer_parameters_are_byte_pointers_cast_before_use() -> None:
+    import numpy as np
+
+    from tc_ir.interpreter import interpret
+
+    m = lower(tc_lang.frontend("""__global__ void k(void* x, int* a, int* b, long* d) {
+  int* y = (int*) x;
+  int r[16] = 0 ... 16;
+  *(y + r) = r * 2;
+  *d = b - a;
+}"""))
+    assert str(m.functions[0].args[0].type) == "ptr<i8>"
+    x, a, d = np.zeros(16, np.int32), np.zeros(8, np.int32), np.zeros(1, np.int64)
+    interpret(m, [x, a, a[5:], d], (1,))
+    assert x.tolist() == list(range(0, 32, 2)) and d.tolist() == [5]

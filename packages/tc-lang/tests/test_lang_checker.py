@@ -428,6 +428,14 @@ NEGATIVE = [
     ("int r[16] = 0 ... 16;\n  float t[8] = (float[8]) r;", "E0511",
      "cannot cast a tile of shape [16] to shape [8]", "(float[8]) r", "TcShapeError"),
     ("float x = exp(p);", "E0401", "'exp' needs a number, not 'float*'", "p)", "TcTypeError"),
+    ("bool* b = (bool*) q;\n  bool o = atomic_xchg(b, flag);", "E0401",
+     "'atomic_xchg' cannot operate on 'bool' memory", "b, flag", "TcTypeError"),
+    ("void* v = (void*) p;\n  float* w = (float*)(v + 4);", "E0401",
+     "operator '+' cannot offset a 'void*'", "v + 4", "TcTypeError"),
+    ("long d = q - p;", "E0401", "cannot subtract 'float*' from 'int*'", "q - p", "TcTypeError"),
+    ("long r[4] = 4294967296 ... 4294967300;", "E0403",
+     "the elements of the range 4294967296 ... 4294967300 do not fit in 'int'", "4294967296 ...",
+     "TcTypeError"),
 ]
 
 

@@ -604,6 +604,42 @@ def _dot_tile(bm: int, integer: bool) -> Callable[[np.random.Generator, str], La
     return make
 
 
+#: Constructs the robustness sweep of 2026-11-26 fixed: a [1, 128] tile reduced to its one
+#: element (no shared-memory exchange), a float compare-and-swap loop (atom.cas on the bits), and
+#: assignments inside `&&` and `?:` operands that outlive them.
+EDGES = """
+__global__ void k(float* rowmax, float* fmax, int* counts, float* x, int n) {
+  int pid = get_program_id(0);
+  int r1[1] = 0 ... 1;
+  int rn[128] = pid * 128 + 0 ... 128;
+  bool in[1, 128] = (rn < n)[newaxis, :];
+  float a[1, 128] = in ? *?(in)(x + r1[:, newaxis] * 0 + rn[newaxis, :]) : -F32_INFINITY;
+  float row[1] = a[:, max];
+  *(rowmax + pid + r1) = row;
+  float m = row[max];
+  float old = *fmax;
+  while (old < m) {
+    float seen = atomic_cas(fmax, old, m);
+    if (seen == old) break;
+    old = seen;
+  }
+  int c = 0;
+  if (pid >= 0 && (c = pid % 3 + 1) > 1) { *(counts + 3 * pid) = c * 10; }
+  else { *(counts + 3 * pid) = c; }
+  int d = pid % 2 == 0 ? c++ : c--;
+  *(counts + 3 * pid + 1) = c;
+  *(counts + 3 * pid + 2) = d;
+}
+"""
+
+
+def _edges(rng: np.random.Generator, n: int) -> Launch:
+    p = -(-n // 128)
+    x = _rand(rng, n, np.float32)
+    arrays: list[Arg] = [np.zeros(p, np.float32), np.full(1, -np.inf, np.float32), np.zeros(3 * p, np.int32), x, n]
+    return Launch(arrays, (p,), (0, 1, 2), True)
+
+
 def suite_cases() -> list[Case]:
     return [
         Case("signedness", SIGNED, {}, _scaled(_signedness)),
@@ -639,6 +675,7 @@ def suite_cases() -> list[Case]:
              _sized(3, 1000, _tiles_3d(np.float32, 4, 8, 16))),
         Case("facts", SUITE.FACTS, {}, _sized(4, 1000, _facts)),
         Case("wrapped_rows", WRAPPED, {"BLOCK": 256}, _sized(37, 1008, _wrapped)),
+        Case("edge_constructs", EDGES, {}, _sized(300, 128 * 1000 + 7, _edges)),
         Case("matmul_bias[float]", BIAS_MATMUL, {"OUT": "float", "MB": 64, "NB": 64, "KB": 32},
              _bias_matmul(np.float32)),
         Case("matmul_bias[half]", BIAS_MATMUL, {"OUT": "half", "MB": 64, "NB": 64, "KB": 32},

@@ -66,3 +66,14 @@ def test_user_error_is_a_diagnostic_without_traceback(tmp_path: Path) -> None:
 def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["/nonexistent/x.tc"]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_code_generator_errors_quote_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An error of the code generator (here: a pointer loaded from memory) prints the user's line
+    and a caret under tcc too, as the front end's errors do."""
+    bad = tmp_path / "pp.tc"
+    bad.write_text("__global__ void k(int** x, int* o) {\n  int* y = *x;\n  *o = *y + 1;\n}\n")
+    assert main([str(bad), "--emit=ptx"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(err) if "pp.tc:2:" in line and "E0690" in line)
+    assert err[at + 1].strip() == "int* y = *x;" and err[at + 2].strip().startswith("^")

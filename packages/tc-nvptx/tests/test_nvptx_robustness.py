@@ -4,7 +4,7 @@ shared memory limits refused at compile time, and `tcc --time-passes` / `--print
 from __future__ import annotations
 
 import pytest
-from tc_lang.diagnostics import TcResourceError
+from tc_lang.diagnostics import TcCompileError, TcResourceError
 from tc_nvptx import compile
 from tc_nvptx.cli import main
 from tc_opt import CompileOptions, ResourceLimitError
@@ -110,3 +110,42 @@ def test_float_division_is_tritons_by_default_and_ieee_on_request() -> None:
     assert "div.full.f32" in fast and "div.rn.f32" not in fast
     precise = compile(DIVIDE, options=CompileOptions(precise_div=True), assemble_cubin=False).ptx
     assert "div.rn.f32" in precise and "div.full.f32" not in precise
+
+
+@pytest.mark.parametrize(("ty", "bits"), [("float", 32), ("half", 16), ("double", 64), ("bf16", 16)])
+def test_atomic_cas_of_floats_compares_their_bits(ty: str, bits: int) -> None:
+    # LLVM's cmpxchg takes integers only; the interpreter compares the bits too
+    src = f"""__global__ void k({ty}* x) {{
+  int r[32] = 0 ... 32;
+  {ty} o = atomic_cas(x, ({ty}) 0, ({ty}) 1);
+  {ty} t[32] = atomic_cas(x + r, ({ty}) 0, ({ty}) 1);
+  *(x + r + 32) = t + o;
+}}"""
+    k = compile(src, options=CompileOptions(arch="sm_80"), assemble_cubin=False)
+    assert f'cmpxchg ptr addrspace(1) %"x", i{bits}' in k.asm["llvm"]
+    assert f"global.cas.b{max(bits, 32)}" in k.ptx  # (16 bits: a loop of 32-bit ones)
+
+
+def test_loads_of_pointers_are_refused_at_the_line() -> None:
+    src = "__global__ void k(int** x, int* o) {\n  int* y = *x;\n  *o = *y + 1;\n}\n"
+    with pytest.raises(TcCompileError) as info:
+        compile(src, filename="pp.tc", assemble_cubin=False)
+    e = info.value
+    assert e.first.code == "E0690" and "cannot load a pointer from memory" in e.first.message
+    assert (e.first.location.file, e.first.location.line) == ("pp.tc", 2)
+    assert str(e).splitlines()[1] == "      int* y = *x;"  # the back end's errors quote the line too
+
+
+@pytest.mark.parametrize(("m", "n", "reduce"), [(1, 128, "a[:, max]"), (128, 1, "a[+, :]"), (1, 1, "a[+, :]")])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_reduction_to_one_element_changes_layout_without_shared_memory(m: int, n: int, reduce: str, arch: str) -> None:
+    # tc_opt.shared_alloc gives a one-element convert_layout no buffer: the code generator
+    # reported "internal error: no shared memory allocated for tc.convert_layout"
+    src = f"""__global__ void k(float* x, float* y) {{
+  int rm[{m}] = 0 ... {m};
+  int rn[{n}] = 0 ... {n};
+  float a[{m}, {n}] = *(x + rm[:, newaxis] * {n} + rn[newaxis, :]);
+  *(y + rm) = {reduce};
+}}"""
+    k = compile(src, options=CompileOptions(arch=arch), assemble_cubin=False)
+    assert "st.global" in k.ptx

@@ -934,6 +934,12 @@ class Checker:
         if n <= 0:
             self.shape_error("E0510", f"empty range {values[0]} ... {values[1]}", e.loc)
             return self.typed(new, None)
+        if values[0] < -(2**31) or values[1] - 1 >= 2**31:
+            # (a range is an int tile: its elements must be ints)
+            self.type_error("E0403", f"the elements of the range {values[0]} ... {values[1]} do "
+                            "not fit in 'int'", e.loc, hint="add the offset to a small range: "
+                            "'OFFSET + 0 ... N'")
+            return self.typed(new, None)
         if not is_tile_dimension(n) or n > _MAX_TILE_ELEMENTS:
             self.shape_error("E0502", f"range {values[0]} ... {values[1]} has {n} elements",
                              e.loc, hint=f"tile dimensions must be powers of two or multiples of "
@@ -1145,6 +1151,11 @@ class Checker:
                             f"{_q(tys[0])}", args[0].loc)
             return self.typed(e, None)
         pointee = pe.pointee
+        if pointee.is_bool:
+            # (a bool is a byte in memory but one bit in registers: no atomic of the GPU fits it)
+            self.type_error("E0401", f"'{name}' cannot operate on 'bool' memory; use a char or "
+                            "int flag", args[0].loc)
+            return self.typed(e, None)
         values = args[1:3] if name == "atomic_cas" else args[1:2]
         for v in values:
             ve = element_of(v.ty)  # type: ignore[arg-type]

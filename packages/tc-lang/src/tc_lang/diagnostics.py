@@ -15,7 +15,7 @@ the front end raises for bad input (set TC_FRONTEND_DEBUG=1 to see internal fram
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -121,6 +121,19 @@ class TcCompileError(Exception):
     @property
     def first(self) -> Diagnostic:
         return self.diagnostics[0]
+
+
+def with_source_lines(error: TcCompileError, source_line: Callable[[Location], str | None]) -> TcCompileError:
+    """`error` with the text of each diagnostic's line filled in where it has none: the lowering,
+    the passes and the code generator know locations but not the user's text, which the caller
+    holding the front end's result looks up (`TranslationUnit.source_line`) for the caret."""
+    error.diagnostics = tuple(
+        d if d.source_line is not None or d.location.line <= 0
+        else attrs.evolve(d, source_line=source_line(d.location))
+        for d in error.diagnostics
+    )
+    error.args = (error.render(),)
+    return error
 
 
 class TcPreprocessorError(TcCompileError):

@@ -121,6 +121,11 @@ def _pointer_binary_types(
 ) -> tuple[Type, Type]:
     if isinstance(le, PointerType) and isinstance(re, PointerType):
         if op == "-":
+            # (the difference counts elements: of one type, with a size)
+            if le != re:
+                raise RuleError(f"cannot subtract '{re}' from '{le}': the pointee types differ")
+            if _is_void(le.pointee):
+                raise RuleError(f"cannot subtract two '{le}': 'void' has no size")
             return with_shape(le, shape), with_shape(INT64, shape)
         if op in COMPARISON_OPS:
             return with_shape(le, shape), with_shape(BOOL, shape)
@@ -128,12 +133,19 @@ def _pointer_binary_types(
     ptr, other = (le, re) if isinstance(le, PointerType) else (re, le)
     assert isinstance(ptr, PointerType) and isinstance(other, ScalarType)
     if op in ("+", "-") and other.is_integer:
+        if _is_void(ptr.pointee):
+            raise RuleError(f"operator '{op}' cannot offset a '{ptr}': 'void' has no size; "
+                            "cast it to a typed pointer first")
         if op == "-" and not isinstance(le, PointerType):
             raise RuleError("cannot subtract a pointer from an integer")
         return with_shape(ptr, shape), with_shape(ptr, shape)
     if op in COMPARISON_OPS and other.is_integer:
         return with_shape(ptr, shape), with_shape(BOOL, shape)
     raise RuleError(f"operator '{op}' cannot combine '{le}' and '{re}'")
+
+
+def _is_void(t: Type) -> bool:
+    return isinstance(t, ScalarType) and t.is_void
 
 
 def matmul_types(left: Type, right: Type) -> tuple[ScalarType, Type]:

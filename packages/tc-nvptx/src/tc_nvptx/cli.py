@@ -18,7 +18,7 @@ from tc_lang.diagnostics import TcCompileError
 from tc_opt import gpu_pipeline
 from tc_opt.options import ARCHS, CompileOptions
 
-from .compiler import CompiledKernel, compile_module, frontend_module
+from .compiler import CompiledKernel, compile_module, frontend, located_errors
 from .ptxas import PtxasError, assemble
 
 EMITS = ("ir", "ir-gpu", "llvm", "ptx", "cubin")
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"tcc: error: cannot read {args.file}: {exc.strerror}")
     try:
         start = time.perf_counter()
-        module = frontend_module(source, dict(args.defines), args.kernel, filename)
+        unit, module = frontend(source, dict(args.defines), args.kernel, filename)
         front = time.perf_counter() - start
         if args.emit == "ir" and not args.after:
             from tc_opt.pass_manager import module_text
@@ -93,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.emit == "cubin" and not args.output:
             return _fail("tcc: error: --emit=cubin needs -o FILE")
         wants_cubin = args.emit == "cubin" or args.verbose
-        kernel = compile_module(module, options, assemble_cubin=False, stop_after=args.after)
+        with located_errors(unit):
+            kernel = compile_module(module, options, assemble_cubin=False, stop_after=args.after)
         kernel.timings = {"front end (preprocess, parse, check, lower)": front, **kernel.timings}
         if wants_cubin:
             start = time.perf_counter()

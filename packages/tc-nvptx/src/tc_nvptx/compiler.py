@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 from tc_ir.ops import DotOp, Module, TmaLoadOp, TmaStoreOp
+from tc_lang.ast import TranslationUnit
+from tc_lang.diagnostics import TcCompileError, with_source_lines
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
@@ -106,15 +109,33 @@ class CompiledKernel:
         return json.dumps(d)
 
 
-def frontend_module(
+def frontend(
     source: str, defines: Mapping[str, object] | None = None, kernel: str | None = None, filename: str = "<source>"
-) -> Module:
-    """Source text to target-independent tile IR (one kernel)."""
+) -> tuple[TranslationUnit, Module]:
+    """Source text to the checked translation unit and the target-independent tile IR of one
+    kernel (the unit's source text lets later errors quote their line: `located_errors`)."""
     import tc_lang
     from tc_ir.lower import lower
 
     unit = tc_lang.frontend(source, dict(defines or {}), filename=filename)  # type: ignore[arg-type]
-    return lower(unit, kernel)
+    return unit, lower(unit, kernel)
+
+
+def frontend_module(
+    source: str, defines: Mapping[str, object] | None = None, kernel: str | None = None, filename: str = "<source>"
+) -> Module:
+    """Source text to target-independent tile IR (one kernel)."""
+    return frontend(source, defines, kernel, filename)[1]
+
+
+@contextlib.contextmanager
+def located_errors(unit: TranslationUnit) -> Iterator[None]:
+    """Compile errors raised inside quote their source line with a caret: the passes and the
+    code generator know locations but not the user's text."""
+    try:
+        yield
+    except TcCompileError as e:
+        raise with_source_lines(e, unit.source_line) from None
 
 
 def target_arch(module: Module, arch: str) -> str:
@@ -225,11 +246,13 @@ def compile(  # noqa: A001 - the name the contract gives it
 ) -> CompiledKernel:
     """Compile Triton-C source to PTX (and a cubin when ptxas is on the PATH)."""
     start = time.perf_counter()
-    module = frontend_module(source, defines, kernel, filename)
+    unit, module = frontend(source, defines, kernel, filename)
     front = time.perf_counter() - start
-    compiled = compile_module(module, options, assemble_cubin=assemble_cubin)
+    with located_errors(unit):
+        compiled = compile_module(module, options, assemble_cubin=assemble_cubin)
     compiled.timings = {"front end (preprocess, parse, check, lower)": front, **compiled.timings}
     return compiled
 
 
-__all__ = ["CompiledKernel", "PtxasError", "compile", "compile_module", "frontend_module"]
+__all__ = ["CompiledKernel", "PtxasError", "compile", "compile_module", "frontend", "frontend_module",
+           "located_errors"]

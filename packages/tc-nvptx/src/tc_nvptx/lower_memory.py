@@ -22,12 +22,16 @@ from .llvm_types import F32, I1, I8, I16, I32, I64, bits_of, join, llvm_type, me
 Key = tuple[int, ...]
 
 
-def _pointee(v: Value) -> ScalarType:
-    pt = element_of(v.type)
+def _pointee(op: Operation) -> ScalarType:
+    """The element type `op` loads or stores; pointers (a table of pointers read with `*pp`)
+    are refused at the access, since the GPU code generator has no 64-bit pointer loads."""
+    pt = element_of(op.operands[0].type)
     assert isinstance(pt, PointerType)
     pe = pt.pointee
     if not isinstance(pe, ScalarType):
-        raise NotImplementedError("loads of pointers")
+        what = "load a pointer from" if isinstance(op, LoadOp) else "store a pointer to"
+        raise lowering_error(f"the GPU code generator cannot {what} memory", op.loc, hint="pass the pointers as kernel parameters, or "
+                             "offsets from one base pointer")
     return pe
 
 
@@ -264,7 +268,7 @@ def lower_load(ctx: Ctx, op: LoadOp) -> None:
     ptr = op.operands[0]
     mask = op.operands[1] if len(op.operands) > 1 else None
     other = op.operands[2] if len(op.operands) > 2 else None
-    elem = _pointee(ptr)
+    elem = _pointee(op)
     t = op.result.type
     zero = ir.Constant(llvm_type(elem), None)
     if not isinstance(t, TileType):
@@ -377,7 +381,7 @@ def lower_store(ctx: Ctx, op: StoreOp) -> None:
     came out larger than the sum of its increments)."""
     ptr, value = op.operands[0], op.operands[1]
     mask = op.operands[2] if len(op.operands) > 2 else None
-    elem = _pointee(ptr)
+    elem = _pointee(op)
     b = ctx.b
     if not isinstance(ptr.type, TileType):
         pred = ctx.thread0()
@@ -428,7 +432,15 @@ def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pr
             if kind is None:
                 raise lowering_error(f"unknown atomic {op.kind}", op.loc)
             return b.atomic_rmw(kind, ptr, args[0], _ORDERING)
-        r = b.cmpxchg(ptr, args[0], args[1], _ORDERING, "acquire")
+        cmp, new = args
+        if not isinstance(ty, ir.IntType):
+            # cmpxchg takes integers only: compare and swap the bits (atom.cas.b32), as the
+            # interpreter does (-0.0 differs from 0.0, a NaN matches its own bits)
+            ity = ir.IntType(bits_of(element_of(op.results[0].type)))
+            cmp, new = b.bitcast(cmp, ity), b.bitcast(new, ity)
+            r = b.cmpxchg(ptr, cmp, new, _ORDERING, "acquire")
+            return b.bitcast(b.extract_value(r, 0), ty)
+        r = b.cmpxchg(ptr, cmp, new, _ORDERING, "acquire")
         return b.extract_value(r, 0)
 
     if pred is None:

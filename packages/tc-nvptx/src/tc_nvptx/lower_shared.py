@@ -85,6 +85,11 @@ def lower_convert(ctx: Ctx, op: ConvertLayoutOp) -> None:
     if src_v.map.layout == dst_t.layout:
         ctx.values[op.result] = src_v
         return
+    if dst_t.numel == 1:
+        # every thread holds the one element (replicas compute it alike, a reduction ends in
+        # every thread): no exchange, and tc_opt.shared_alloc allocates none for it
+        ctx.values[op.result] = ctx.splat_tile(dst_t, next(iter(src_v.vals.values())))
+        return
     padded = exchange_strides(dst_t.shape, storage_bytes(dst_t))  # (fewer bank conflicts)
     ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, padded, padded)
 

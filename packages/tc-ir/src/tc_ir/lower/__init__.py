@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tc_lang import ast as A
 from tc_lang import types as C
+from tc_lang.diagnostics import TcCompileError, with_source_lines
 
 from ..ops import Block, Function, Module
 from .attributes import attribute_values
@@ -28,6 +29,13 @@ def lower(unit: A.TranslationUnit, kernel: str | None = None, *, verify: bool | 
 
     The result is verified when `verify` is true, or when it is None (the default) in debug runs
     (Python's `__debug__`, i.e. not `python -O`): a failure there is a bug of the lowering."""
+    try:
+        return _lower(unit, kernel, verify)
+    except TcCompileError as e:
+        raise with_source_lines(e, unit.source_line) from None
+
+
+def _lower(unit: A.TranslationUnit, kernel: str | None, verify: bool | None) -> Module:
     kernels = unit.kernels()
     if kernel is None:
         if not kernels:

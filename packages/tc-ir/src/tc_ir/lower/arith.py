@@ -6,13 +6,15 @@ C type the operation is computed in: sdiv/udiv, srem/urem, ashr/lshr, slt/ult, f
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from tc_lang import ast as A
 from tc_lang import rules
 from tc_lang import types as C
 
 from .. import types as T
 from ..ops import Value
-from .analysis import is_pure
+from .analysis import assigned_names, is_pure
 from .context import TV, Lowerer
 from .errors import BAD_OPERAND
 from .typemap import is_float, is_signed, size_of
@@ -124,6 +126,34 @@ def _as_address(lw: Lowerer, tv: TV) -> Value:
     return convert_element(lw, tv, C.INT64).value
 
 
+def effect_if(
+    lw: Lowerer, cond: Value, then: Callable[[], TV], otherwise: Callable[[], TV],
+    result: Callable[[TV, TV], C.Type], nodes: Sequence[A.Node],
+) -> TV:
+    """An expression evaluated in one branch only (`c ? a : b`, a scalar && / || with effects):
+    a tc.if whose first result is the value (of type `result(a, b)`), the others the variables
+    that `nodes` assign (`n > 0 && (a = 7)`), so that their new values outlive the branch."""
+    from ..ops import Block, IfOp
+    from .scope import restore, snapshot
+    from .typemap import ir_type
+
+    vars = lw.resolve(assigned_names(*nodes))
+    before = snapshot(vars)
+    blocks, values, after = [Block(), Block()], [], []
+    for block, branch in zip(blocks, (then, otherwise)):
+        with lw.b.at_end(block):
+            values.append(branch())
+        after.append(snapshot(vars))
+        restore(vars, before)
+    t = result(values[0], values[1])
+    for block, v, changed in zip(blocks, values, after):
+        with lw.b.at_end(block):
+            lw.b.yield_([convert(lw, v, t).value, *changed])
+    op = lw.b.create(IfOp, [cond], [ir_type(t, lw.b.loc), *(ir_type(v.ctype) for v in vars)], blocks)
+    restore(vars, list(op.results[1:]))
+    return TV(op.results[0], t)
+
+
 def logical(lw: Lowerer, e: A.Binary) -> TV:
     """&& and ||: element-wise i1 and/or on tiles; on scalars, short-circuit (an if) when the
     right operand has effects or memory accesses, otherwise plain i1 and/or."""
@@ -131,14 +161,14 @@ def logical(lw: Lowerer, e: A.Binary) -> TV:
     left = truth(lw, lw.expr(e.left))
     result_shape = C.shape_of(e.ty) if e.ty is not None else None
     if not C.shape_of(left.ctype) and not is_pure(e.right) and not result_shape:
-        bool_t = C.BOOL
-        op = lw.b.if_(left.value, [T.I1])
-        with lw.b.at_end(op.then_block if is_and else op.else_block):
-            right = truth(lw, lw.expr(e.right))
-            lw.b.yield_([convert(lw, right, bool_t).value])
-        with lw.b.at_end(op.else_block if is_and else op.then_block):
-            lw.b.yield_([constant(lw, not is_and, bool_t).value])
-        return TV(op.result, bool_t)
+        def evaluated() -> TV:
+            return truth(lw, lw.expr(e.right))
+
+        def skipped() -> TV:
+            return constant(lw, not is_and, C.BOOL)
+
+        return effect_if(lw, left.value, evaluated if is_and else skipped,
+                         skipped if is_and else evaluated, lambda a, b: C.BOOL, [e.right])
     if C.shape_of(left.ctype) and not is_pure(e.right):
         # element-wise short circuit: memory accesses on the right happen where the left
         # lets the right matter (left true for &&, false for ||), as in `left ? right : 0`

@@ -11,7 +11,7 @@ from .. import types as T
 from ..ops import OpResult, Value
 from .analysis import is_pure
 from .attributes import assert_facts
-from .arith import accumulates, binary_values, matmul
+from .arith import accumulates, binary_values, effect_if, matmul
 from .context import TV, Lowerer, MaskBarrier
 from .errors import BAD_OPERAND, BAD_SHAPE, UNSUPPORTED, unknown_name
 from .values import broadcast_all, constant, convert, shape_to, truth
@@ -237,26 +237,8 @@ def lower_conditional(lw: Lowerer, e: A.Conditional) -> TV:
         av, bv = convert(lw, a, t).value, convert(lw, b, t).value
         return TV(lw.b.select(cond.value, av, bv), t)
     # effects or loads in a branch: evaluate only the branch taken (an if with a result)
-    from ..ops import Block, IfOp
-
-    then_block, else_block = Block(), Block()
-    with lw.b.at_end(then_block):
-        a = lw.expr(e.then)
-    with lw.b.at_end(else_block):
-        b = lw.expr(e.otherwise)
-    t = _common(lw, e, (), a.ctype, b.ctype)
-    with lw.b.at_end(then_block):
-        lw.b.yield_([convert(lw, a, t).value])
-    with lw.b.at_end(else_block):
-        lw.b.yield_([convert(lw, b, t).value])
-    op = lw.b.create(IfOp, [cond.value], [convert_type(lw, t)], [then_block, else_block])
-    return TV(op.result, t)
-
-
-def convert_type(lw: Lowerer, t: C.Type) -> T.IRType:
-    from .typemap import ir_type
-
-    return ir_type(t, lw.b.loc)
+    return effect_if(lw, cond.value, lambda: lw.expr(e.then), lambda: lw.expr(e.otherwise),
+                     lambda a, b: _common(lw, e, (), a.ctype, b.ctype), [e.then, e.otherwise])
 
 
 def _tile_conditional(lw: Lowerer, e: A.Conditional, cond: TV) -> TV:

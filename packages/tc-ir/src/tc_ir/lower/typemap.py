@@ -26,8 +26,12 @@ _SCALARS = {
 
 
 def ir_element(t: C.ElementType, loc: Location | None = None) -> T.ElementType:
-    """bool->i1, char/int8/uint8->i8 ... half->f16, bf16, float->f32, double->f64, T*->ptr<T>."""
+    """bool->i1, char/int8/uint8->i8 ... half->f16, bf16, float->f32, double->f64, T*->ptr<T>,
+    void*->ptr<i8>."""
     if isinstance(t, C.PointerType):
+        if isinstance(t.pointee, C.ScalarType) and t.pointee.is_void:
+            # void* (an untyped kernel argument, cast before use) is a byte pointer, as in LLVM
+            return T.PointerType(T.I8, t.address_space)
         return T.PointerType(ir_element(t.pointee, loc), t.address_space)
     if t.name not in _SCALARS:
         fail(f"a value of type '{t}' cannot be used here", loc)
