@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import time
 from pathlib import Path
 
@@ -20,6 +21,18 @@ def test_do_bench_cpu_times_in_ms() -> None:
 def test_do_bench_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="rep > 0"):
         tc.testing.do_bench(lambda: None, rep=0, device="cpu")
+    # (before: NaN and infinity failed converting to a count, a bad device string timed on the
+    # CPU silently, a non-str device raised AttributeError)
+    for warmup, rep in ((1.0, math.nan), (1.0, math.inf), (math.nan, 1.0)):
+        with pytest.raises(ValueError, match="warmup must be >= 0 and rep > 0"):
+            tc.testing.do_bench(lambda: None, warmup=warmup, rep=rep, device="cpu")
+    with pytest.raises(TypeError, match="rep must be a number of milliseconds"):
+        tc.testing.do_bench(lambda: None, rep="2", device="cpu")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fn must be a callable"):
+        tc.testing.do_bench(5, device="cpu")  # type: ignore[arg-type]
+    for device in ("gpu", 0):
+        with pytest.raises(ValueError, match="device must be 'cuda', 'cuda:N', 'cpu' or None"):
+            tc.testing.do_bench(lambda: None, device=device)  # type: ignore[arg-type]
 
 
 def test_perf_report_writes_png_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

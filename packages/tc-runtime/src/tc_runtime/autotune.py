@@ -38,6 +38,8 @@ from .errors import TcLaunchError, TcRuntimeError
 
 if TYPE_CHECKING:
     from .kernel import Kernel, Variant
+    from .options import Config
+    from .signature import Signature
 
 #: Time spent measuring one configuration (after its warm-up), in milliseconds, and the bounds
 #: on the number of timed launches.
@@ -256,6 +258,16 @@ def median_ms(launch: Callable[[], None], device: driver.Device, stream: int,
 # ------------------------------------------------------------------------------------ CPU
 
 
+def _same_arguments(own: Signature, sig: Signature, config: Config) -> None:
+    """A configuration whose defines change the kernel's argument types cannot run on the
+    caller's arguments: ruled out (TcLaunchError, skippable), as on the GPU."""
+    if own.kinds != sig.kinds:
+        raise TcLaunchError(
+            f"configuration {config} changes the arguments of kernel '{own.kernel}' to "
+            f"({', '.join(own.kinds)}); every configuration must keep ({', '.join(sig.kinds)})",
+            kernel=own.kernel)
+
+
 def check_cpu(kernel: Kernel, args: Sequence[object], grid: object) -> int:
     """Run every configuration on the interpreter from the same inputs; their results must
     agree. Leaves the first working configuration's results in the buffers; returns its index."""
@@ -274,6 +286,7 @@ def check_cpu(kernel: Kernel, args: Sequence[object], grid: object) -> int:
     for i, config in enumerate(kernel.configs):
         try:
             ck = kernel.cpu_kernel(i)
+            _same_arguments(ck.signature, sig, config)
         except skippable_errors() as exc:
             errors.append(exc)
             _say(f"{label}: skipped {config}: {_reason(exc)}")

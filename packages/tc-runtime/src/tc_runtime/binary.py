@@ -118,7 +118,13 @@ def sidecar(path: Path) -> Path:
 def save(binary: KernelBinary, path: str | os.PathLike[str]) -> Path:
     """Write a precompiled kernel: PATH.json (everything in one file), PATH.cubin (+ sidecar
     metadata) or any other name as PTX (+ sidecar). Returns the path written."""
+    if not isinstance(binary, KernelBinary):
+        raise TypeError(f"save writes a KernelBinary (from tc_runtime.build), got "
+                        f"{type(binary).__name__}")
     out = Path(path)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a directory; give the path of the file to write "
+                                f"(e.g. {out / (binary.name + '.json')})")
     if out.suffix == ".json":
         _write_atomic(out, binary.dumps().encode())
         return out
@@ -152,6 +158,8 @@ def read(path: str | os.PathLike[str]) -> KernelBinary:
             if not isinstance(ptx, str):
                 raise ValueError("'ptx' is not a text")
             cubin_text = data.get("cubin")
+            if cubin_text is not None and not isinstance(cubin_text, str):
+                raise ValueError("'cubin' is not a base64 text")
             cubin = base64.b64decode(cubin_text, validate=True) if cubin_text else None
             if not ptx and not cubin:
                 raise ValueError("it holds neither 'ptx' nor 'cubin'")

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import compiler
 from .options import Options
-from .signature import Signature, is_pointer
+from .signature import Signature, c_spelling, is_pointer
 
 #: Pointee kind -> numpy dtype name, to compare the outputs of auto-tuning configurations.
 _NP_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -57,7 +57,16 @@ class CpuKernel:
                 values[i] = float(args[i])  # type: ignore[arg-type]
         if grid[0] * grid[1] * grid[2] == 0:
             return
-        interpret(self.function, values, grid, memory, source=self.source)
+        try:
+            interpret(self.function, values, grid, memory, source=self.source)
+        except ValueError as exc:
+            readonly = _read_only(sig, args)
+            if not readonly or "read-only" not in str(exc):
+                raise
+            what = "is a read-only array" if len(readonly) == 1 else "are read-only arrays"
+            raise ValueError(f"kernel '{sig.kernel}' stores to read-only memory: "
+                             f"{', '.join(readonly)} of {sig.describe()} {what} (pass a "
+                             f"writeable copy)") from None
 
 
 class Region:
@@ -123,6 +132,16 @@ def regions(sig: Signature, args: Sequence[object]) -> list[Region] | None:
     return unique
 
 
+def _read_only(sig: Signature, args: Sequence[object]) -> list[str]:
+    """The pointer arguments that are read-only numpy arrays, as "argument 2 ('x')": numpy's
+    own error when the interpreter stores to one names no argument."""
+    import numpy as np
+
+    return [f"argument {i + 1} ('{sig.names[i]}')" for i, (kind, value) in
+            enumerate(zip(sig.kinds, args))
+            if is_pointer(kind) and isinstance(value, np.ndarray) and not value.flags.writeable]
+
+
 def _is_plain_int(value: object) -> bool:
     import numpy as np
 
@@ -133,6 +152,7 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
     """Register a numpy array or a data_ptr() object; returns the address passed to the kernel."""
     import numpy as np
 
+    _check_element_type(value, sig, i)
     if isinstance(value, np.ndarray):
         if value.flags.c_contiguous or value.flags.f_contiguous:
             return int(memory.register(value, name))
@@ -157,6 +177,55 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
             memory.register_address(base, nbytes, name, value)
         return address
     return value  # type: ignore[return-value]  # not a pointer: normalize() reports it
+
+
+#: Pointee kind -> the (numpy dtype kind, item size) of the arrays a pointer of that kind may be
+#: given: the same width and class of number (ints of either sign; bf16 also as its 16-bit
+#: pattern). An i8 pointer (char*) may view any memory, as in C.
+_ELEMENTS: dict[str, frozenset[tuple[str, int]]] = {
+    "i1": frozenset({("b", 1), ("i", 1), ("u", 1)}),
+    "i16": frozenset({("i", 2), ("u", 2)}),
+    "i32": frozenset({("i", 4), ("u", 4)}),
+    "i64": frozenset({("i", 8), ("u", 8)}),
+    "f16": frozenset({("f", 2)}),
+    "bf16": frozenset({("bf16", 2), ("i", 2), ("u", 2)}),
+    "f32": frozenset({("f", 4)}),
+    "f64": frozenset({("f", 8)}),
+}
+
+
+def _element_of(value: object) -> tuple[str, int, str] | None:
+    """(numpy kind, item size, dtype name) of an array's or tensor's elements; None when unknown
+    (an object with data_ptr() alone, a dtype numpy does not know)."""
+    import numpy as np
+
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return None
+    if isinstance(dtype, np.dtype):
+        return dtype.kind, dtype.itemsize, str(dtype)
+    name = str(dtype).removeprefix("torch.")  # a torch.dtype (tc_runtime never imports torch)
+    if name == "bfloat16":
+        return "bf16", 2, name
+    try:
+        np_dtype = np.dtype(name)
+    except TypeError:
+        return None
+    return np_dtype.kind, np_dtype.itemsize, name
+
+
+def _check_element_type(value: object, sig: Signature, i: int) -> None:
+    """Refuse an array or tensor whose elements are not what pointer argument `i` points to: the
+    interpreter would read their bytes as the kernel's type and compute garbage silently."""
+    kind = sig.kinds[i]
+    pointee = kind[4:-1].split(",")[0].strip()
+    allowed = _ELEMENTS.get(pointee)
+    element = _element_of(value)
+    if allowed is None or element is None or element[:2] in allowed:
+        return
+    raise TypeError(f"argument {i + 1} ('{sig.names[i]}') of {sig.describe()} holds {element[2]} "
+                    f"elements, but the kernel reads it as {c_spelling(kind)}; convert it to "
+                    f"{_NP_DTYPES.get(pointee, pointee).replace('uint16', 'bfloat16')} first")
 
 
 def _byte_bounds(a: Any) -> tuple[int, int]:

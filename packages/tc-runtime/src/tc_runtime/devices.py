@@ -19,7 +19,8 @@ def parse_device(device: object) -> tuple[str, int | None]:
         index = None
         if idx:
             if not idx.isdigit():
-                raise ValueError(f"bad device {device!r}: the index after ':' must be a number")
+                raise ValueError(f"bad device {device!r}: the index after ':' must be a "
+                                 f"non-negative number")
             index = int(idx)
     elif hasattr(device, "type"):  # torch.device (tc_runtime never imports torch)
         kind, index = getattr(device, "type"), getattr(device, "index", None)

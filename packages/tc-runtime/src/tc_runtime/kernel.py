@@ -19,6 +19,7 @@ misses or raises.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -308,7 +309,7 @@ class Kernel(functools.partial[None]):
             v = None  # (taken outside this handler, so that its errors chain to nothing)
         if v is None:
             if self._device is None:
-                self._call_cpu(args, grid)
+                self._call_cpu(args, grid, stream)
                 return
             v, args = self._slow(args, grid, stream)
             run = v.run_normalized
@@ -439,18 +440,20 @@ class Kernel(functools.partial[None]):
             return
         v.run_normalized(tuple(args), gx, gy, gz, stream)
 
-    def _call_cpu(self, args: Sequence[object], grid: object) -> None:
+    def _call_cpu(self, args: Sequence[object], grid: object, stream: object = None) -> None:
         if grid is None:
             raise TypeError(f"launching '{self.name or 'kernel'}' needs a grid: "
                             f"k(*args, grid=lambda opt: (...,))")
+        if stream is not None and type(stream) is not int:
+            _stream_handle(stream)  # the interpreter has no streams, but a bad one is an error
         sig = self.cpu_signature()
         sig.check_count(len(args))
+        if self._key_fn is _no_key:  # (checks the autotune_key names, as the GPU path does)
+            self._key_indices = key_indices(self.autotune_key, sig, len(self.configs))
+            self._key_fn = _cpu_keyed
         if len(self.configs) == 1:
             ck = self.cpu_kernel(0)
         else:
-            if self._key_fn is _no_key:
-                self._key_indices = key_indices(self.autotune_key, sig, len(self.configs))
-                self._key_fn = _cpu_keyed
             values = tuple(_hashable(args[i]) for i in self._key_indices)
             index = self._cpu_choice.get(values)
             if index is None:
@@ -728,6 +731,9 @@ def load(path: str | Path | KernelBinary, device: object = "cuda",
     or a directory in the cache's entry format (meta.json, kernel.ptx, kernel.cubin)."""
     if isinstance(path, KernelBinary):
         return Kernel.from_binary(path, device, defines)
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load takes a path (str or os.PathLike) or a KernelBinary, got "
+                        f"{type(path).__name__}")
     p = Path(path)
     binary = read_entry(p) if p.is_dir() else read_binary(p)
     return Kernel.from_binary(binary, device, defines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Union
 
 DefineValue = Union[str, int, float, bool]
@@ -192,6 +193,9 @@ def normalize_grid(grid: object, opt: Options, max_grid: Sequence[int] = DEFAULT
         dims: list[object] = [grid]
     elif isinstance(grid, (tuple, list)):
         dims = list(grid)
+    elif isinstance(grid, (Mapping, AbstractSet)):  # iterable, but not an ordered x, y, z
+        raise TypeError(f"grid of '{kernel}' must be a tuple of 1 to 3 ints (or a callable "
+                        f"returning one), got {type(grid).__name__}")
     else:
         try:
             dims = list(grid)  # type: ignore[call-overload]

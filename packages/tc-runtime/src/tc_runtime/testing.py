@@ -46,9 +46,19 @@ def do_bench(fn: Callable[[], object], warmup: float = 25, rep: float = 100,
 
     `warmup` and `rep` are milliseconds of warm-up and of measurement. `device` is "cuda", "cpu"
     or None (the GPU when there is one)."""
-    if warmup < 0 or rep <= 0:
+    if not callable(fn):
+        raise TypeError(f"do_bench: fn must be a callable taking no arguments, got "
+                        f"{type(fn).__name__}")
+    for name, value in (("warmup", warmup), ("rep", rep)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"do_bench: {name} must be a number of milliseconds, got {value!r}")
+    if not (0 <= warmup < math.inf and 0 < rep < math.inf):  # (NaN fails both)
         raise ValueError(f"do_bench: warmup must be >= 0 and rep > 0 (milliseconds), got "
                          f"warmup={warmup}, rep={rep}")
+    if device is not None and not (isinstance(device, str) and (
+            device == "cpu" or device == "cuda" or device.startswith("cuda:"))):
+        raise ValueError(f"do_bench: device must be 'cuda', 'cuda:N', 'cpu' or None, got "
+                         f"{device!r}")
     backend = "cpu" if device == "cpu" else _gpu_backend()
     if device is not None and device.startswith("cuda") and backend == "cpu":
         raise TcDeviceError("do_bench(device='cuda'): no CUDA GPU is available")

@@ -35,12 +35,22 @@ def _kernel(name: str, dtype: torch.dtype, n: int, ignore_index: int,
             device: torch.device) -> tc.Kernel:
     block = min(tc.next_power_of_2(max(n, 1)), CPU_BLOCK if device.type == "cpu" else BLOCK)
     defines = {"TYPE": tc_type(dtype, OP, FLOAT_DTYPES), "ACC": acc_type(dtype), "BLOCK": block,
-               "IGNORE": f"({ignore_index})"}
+               "IGNORE": _literal(ignore_index)}
     k = get_kernel("cross_entropy", name, device, defines, num_warps=rows_num_warps(block))
     if on_cuda(device):
         memo = _FORWARD if name == "cross_entropy_forward" else _BACKWARD
         memo[dtype, n, ignore_index, device.index] = k
     return k
+
+
+#: The int64 range of the targets (and so of ignore_index).
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def _literal(value: int) -> str:
+    """`value` as a C expression of type long: -2**63 has no literal (its magnitude does not fit
+    in a long), so it is written as a difference."""
+    return f"({value + 1} - 1)" if value == INT64_MIN else f"({value})"
 
 
 def _fast_forward(x: torch.Tensor, t: torch.Tensor,
@@ -138,6 +148,9 @@ def _check(logits: object, target: object, ignore_index: object,
                          f"{tuple(x.shape)}, got {tuple(t.shape)}")
     if not isinstance(ignore_index, int) or isinstance(ignore_index, bool):
         raise TypeError(f"{OP}: ignore_index must be an int, got {ignore_index!r}")
+    if not INT64_MIN <= ignore_index <= INT64_MAX:
+        raise ValueError(f"{OP}: ignore_index {ignore_index} does not fit in int64, the dtype of "
+                         f"the targets")
     if reduction not in REDUCTIONS:
         raise ValueError(f"{OP}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     device = device_of([x, t], OP)

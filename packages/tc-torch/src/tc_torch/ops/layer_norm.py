@@ -329,6 +329,10 @@ def layer_norm(x: torch.Tensor, normalized_shape: int | Sequence[int],
                 raise TypeError(f"{OP}: {name} has dtype {p.dtype} but x has {x.dtype}")
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps >= 0:
         raise ValueError(f"{OP}: eps must be a non-negative number, got {eps!r}")
+    try:
+        eps = float(eps)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{OP}: eps {eps} is too large for a float") from None
     device_of([x] + [p for p in (weight, bias) if p is not None], OP)
     n = math.prod(shape)
     if n > MAX_N:
@@ -339,7 +343,7 @@ def layer_norm(x: torch.Tensor, normalized_shape: int | Sequence[int],
     grads = torch.is_grad_enabled() and any(
         v is not None and v.requires_grad for v in (x, weight, bias))
     if not grads:
-        return layer_norm_forward(x, n, w, b, float(eps))[0]
+        return layer_norm_forward(x, n, w, b, eps)[0]
     apply: Any = _LayerNorm.apply
-    out: torch.Tensor = apply(x, n, w, b, float(eps))
+    out: torch.Tensor = apply(x, n, w, b, eps)
     return out

@@ -369,7 +369,7 @@ def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tens
         return fast
     a3 = a if a.dim() == 3 else a.unsqueeze(0)
     b3 = b if b.dim() == 3 else b.unsqueeze(0)
-    z = max(a3.shape[0], b3.shape[0])
+    z = a3.shape[0] if b3.shape[0] == 1 else b3.shape[0]  # (broadcast: a batch of 0 stays 0)
     c = torch.empty((z, a3.shape[1], b3.shape[2]), dtype=a.dtype, device=a.device)
     matmul_out(c, a3, b3, precision=precision)
     return c if a.dim() == 3 or b.dim() == 3 else c[0]
@@ -390,8 +390,8 @@ class _Matmul(torch.autograd.Function):
         p = ctx.precision
         dc = dc.to(a.dtype)
         da = db = None
-        a_batched = a.dim() == 3 and a.shape[0] > 1
-        b_batched = b.dim() == 3 and b.shape[0] > 1
+        a_batched = a.dim() == 3 and a.shape[0] != 1  # (a batch of 0 is batched too)
+        b_batched = b.dim() == 3 and b.shape[0] != 1
         if ctx.needs_input_grad[0]:
             bt = b.transpose(-1, -2)
             if a_batched or not b_batched:  # same batch as dC: one product per batch
@@ -400,8 +400,9 @@ class _Matmul(torch.autograd.Function):
                     da = da.sum(0, keepdim=True)
             else:  # a broadcast over b's batch
                 be = b if b.dim() == 3 else b.unsqueeze(0)
-                da = _mm(dc.transpose(0, 1).reshape(dc.shape[1], -1),
-                         be.transpose(-1, -2).reshape(-1, be.shape[1]), p)
+                zn = dc.shape[0] * dc.shape[2]  # (explicit: -1 is ambiguous for a batch of 0)
+                da = _mm(dc.transpose(0, 1).reshape(dc.shape[1], zn),
+                         be.transpose(-1, -2).reshape(zn, be.shape[1]), p)
                 da = da.reshape(a.shape)
         if ctx.needs_input_grad[1]:
             at = a.transpose(-1, -2)
@@ -411,7 +412,8 @@ class _Matmul(torch.autograd.Function):
                     db = db.sum(0, keepdim=True)
             else:  # b broadcast over a's batch: A' [K, Z*M] @ dC' [Z*M, N]
                 ae = a.contiguous()
-                db = _mm(ae.reshape(-1, ae.shape[-1]).t(), dc.reshape(-1, dc.shape[-1]), p)
+                zm = ae.shape[0] * ae.shape[1]  # (explicit: -1 is ambiguous for a batch of 0)
+                db = _mm(ae.reshape(zm, ae.shape[-1]).t(), dc.reshape(zm, dc.shape[-1]), p)
                 db = db.reshape(b.shape)
         return da, db, None
 

@@ -146,6 +146,9 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
         raise TypeError(f"tc_torch.softmax: dim must be an int, got {type(dim).__name__}")
     if x.dim() == 0:
         raise ValueError("tc_torch.softmax: x must have at least one dimension")
+    if not -x.dim() <= dim < x.dim():
+        raise ValueError(f"tc_torch.softmax: dim={dim} is out of range for a {x.dim()}-D tensor "
+                         f"(tc_torch.softmax works along the last dimension, dim=-1)")
     if dim not in (-1, x.dim() - 1):
         raise ValueError(f"tc_torch.softmax works along the last dimension only (dim=-1), got "
                          f"dim={dim} for a {x.dim()}-D tensor; move the axis with "
