@@ -149,3 +149,52 @@ def test_a_reduction_to_one_element_changes_layout_without_shared_memory(m: int,
 }}"""
     k = compile(src, options=CompileOptions(arch=arch), assemble_cubin=False)
     assert "st.global" in k.ptx
+
+
+ADD_LINES = """__global__ void add(float* z, float* x, int n) {
+  int off[128] = get_program_id(0) * 128 + 0 ... 128;
+  bool in[128] = off < n;
+  *?(in)(z + off) = *?(in)(x + off) + 1.0f;
+}
+"""
+
+
+def test_a_bug_in_the_code_generator_is_an_internal_error_at_the_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception while lowering an op reaches the user as a located E0699 naming
+    the op, not as a traceback from inside the compiler; TC_COMPILER_DEBUG=1 lets it through."""
+    from tc_nvptx.lowerings import LOWERINGS
+
+    def broken(ctx: object, op: object) -> None:
+        raise KeyError("no such register")
+
+    monkeypatch.setitem(LOWERINGS, "tc.store", broken)
+    monkeypatch.delenv("TC_COMPILER_DEBUG", raising=False)
+    with pytest.raises(TcCompileError) as info:
+        compile(ADD_LINES, filename="add.tc", assemble_cubin=False)
+    d = info.value.first
+    assert d.code == "E0699" and "internal compiler error in code generation of tc.store" in d.message
+    assert "KeyError" in d.message and "TC_COMPILER_DEBUG=1" in (d.hint or "")
+    assert (d.location.file, d.location.line) == ("add.tc", 4)
+    assert str(info.value).splitlines()[1].strip() == "*?(in)(z + off) = *?(in)(x + off) + 1.0f;"
+    monkeypatch.setenv("TC_COMPILER_DEBUG", "1")
+    with pytest.raises(KeyError):
+        compile(ADD_LINES, filename="add.tc", assemble_cubin=False)
+
+
+def test_a_bug_in_a_pass_is_an_internal_error_naming_the_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tc_nvptx.compiler as compiler
+    from tc_opt.pass_manager import Pass, PassManager
+
+    class Broken(Pass):
+        name = "broken-pass"
+
+        def run(self, module: object) -> None:
+            raise IndexError("list index out of range")
+
+    monkeypatch.setattr(compiler, "gpu_pipeline", lambda options: PassManager([Broken(options)]))
+    monkeypatch.delenv("TC_COMPILER_DEBUG", raising=False)
+    with pytest.raises(TcCompileError) as info:
+        compile(ADD_LINES, filename="add.tc", assemble_cubin=False)
+    d = info.value.first
+    assert d.code == "E0699" and "in pass 'broken-pass': IndexError" in d.message
+    assert (d.location.file, d.location.line) == ("add.tc", 1)  # the kernel's own line

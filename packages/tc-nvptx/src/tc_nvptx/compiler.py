@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import attrs
 from tc_ir.ops import DotOp, Module, TmaLoadOp, TmaStoreOp
 from tc_lang.ast import TranslationUnit
-from tc_lang.diagnostics import TcCompileError, with_source_lines
+from tc_lang.diagnostics import Category, Diagnostic, Location, TcCompileError, TcLoweringError, with_source_lines
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
@@ -118,7 +119,8 @@ def frontend(
     from tc_ir.lower import lower
 
     unit = tc_lang.frontend(source, dict(defines or {}), filename=filename)  # type: ignore[arg-type]
-    return unit, lower(unit, kernel)
+    with located_errors(unit, "IR lowering"):
+        return unit, lower(unit, kernel)
 
 
 def frontend_module(
@@ -128,14 +130,36 @@ def frontend_module(
     return frontend(source, defines, kernel, filename)[1]
 
 
+#: Set to 1 to let an internal error of the compiler through as the Python exception it is.
+DEBUG_VARIABLE = "TC_COMPILER_DEBUG"
+#: The code of an internal compiler error after the front end (the front end's own is E0499).
+INTERNAL_ERROR = "E0699"
+
+
 @contextlib.contextmanager
-def located_errors(unit: TranslationUnit) -> Iterator[None]:
-    """Compile errors raised inside quote their source line with a caret: the passes and the
-    code generator know locations but not the user's text."""
+def located_errors(unit: TranslationUnit, stage: str = "the compiler") -> Iterator[None]:
+    """Compile errors raised inside quote their source line with a caret: the lowering, the
+    passes and the code generator know locations but not the user's text. Any other exception
+    is a bug of the compiler: it becomes an "internal compiler error" TcLoweringError (E0699)
+    at the innermost source location known and naming the stage (pass, op) it escaped from,
+    instead of a traceback from inside the compiler (TC_COMPILER_DEBUG=1 lets it through)."""
     try:
         yield
     except TcCompileError as e:
         raise with_source_lines(e, unit.source_line) from None
+    except (PtxasError, MemoryError):  # (ptxas's own report; the machine's limit)
+        raise
+    except Exception as e:
+        if os.environ.get(DEBUG_VARIABLE) == "1":
+            raise
+        where = getattr(e, "tc_location", None)
+        if not isinstance(where, Location):  # (a pass's error: the kernel's own line)
+            where = unit.kernels()[0].loc if unit.kernels() else unit.loc
+        error = TcLoweringError([Diagnostic(
+            Category.LOWERING, INTERNAL_ERROR,
+            f"internal compiler error in {getattr(e, 'tc_stage', None) or stage}: {type(e).__name__}: {e}",
+            where, hint=f"please report this; {DEBUG_VARIABLE}=1 shows the Python traceback")])
+        raise with_source_lines(error, unit.source_line) from None
 
 
 def target_arch(module: Module, arch: str) -> str:

@@ -10,9 +10,10 @@ import attrs
 import llvmlite.ir as ir
 from tc_ir.ops import Block, Function, Operation, Value
 from tc_ir.types import ElementType, TileType
-from tc_lang.diagnostics import Category, Diagnostic, Location, TcLoweringError
+from tc_lang.diagnostics import Category, Diagnostic, Location, TcCompileError, TcLoweringError
 from tc_opt.axis_info import AxisAnalysis
 from tc_opt.options import CompileOptions
+from tc_opt.pass_manager import note_stage
 from tc_opt.shared_alloc import Allocation
 
 from .layout_math import DimMap, ThreadMap, UncoveredDimension, thread_map
@@ -295,6 +296,13 @@ class Ctx:
                     f"{exc} over the program's {32 * self.num_warps} threads", op.loc,
                     "a tile dimension that is not a power of two needs whole blocks of threads "
                     "along it: use fewer warps (num_warps), a larger tile or a power of two") from None
+            except TcCompileError:
+                raise
+            except Exception as exc:  # a bug: tc_nvptx.compiler reports it at the innermost op
+                if getattr(exc, "tc_location", None) is None and op.loc is not None:
+                    setattr(exc, "tc_location", op.loc)
+                note_stage(exc, f"code generation of {op.NAME}")
+                raise
 
 
 def element_llvm(t: TileType | ElementType) -> ir.Type:

@@ -58,6 +58,16 @@ def module_text(module: Module) -> str:
     return "\n".join(lines) + "\n"
 
 
+def note_stage(exc: BaseException, stage: str) -> None:
+    """Record on `exc` the compiler stage it escaped from (`tc_stage`), unless a stage nearer to
+    its cause already did: an internal error is reported naming where it happened."""
+    if getattr(exc, "tc_stage", None) is None:
+        try:
+            setattr(exc, "tc_stage", stage)
+        except AttributeError:  # (an exception type without attributes of its own)
+            pass
+
+
 class PassVerificationError(RuntimeError):
     """A pass left invalid IR: an internal compiler error, naming the pass and the verifier's
     complaint (the IR after the pass is kept in `ir` for the bug report)."""
@@ -119,7 +129,11 @@ class PassManager:
         verify = _verifier() if self.verify else None
         for p in self.passes:
             start = time.perf_counter()
-            p.run(module)
+            try:
+                p.run(module)
+            except Exception as exc:  # (tc_nvptx.compiler reports it as an internal error)
+                note_stage(exc, f"pass '{p.name}'")
+                raise
             self.timings[p.name] = self.timings.get(p.name, 0.0) + time.perf_counter() - start
             if verify is not None:
                 start = time.perf_counter()
