@@ -232,7 +232,7 @@ __global__ void k(int* o, unsigned* u, int a, unsigned b) {
   *(o + 4) = max(a, 7); *(u + 4) = max(b, 7u);
 }""",
         """
-CHECK: tc.func global @k(%o: ptr<i32>, %u: ptr<i32>, %a: i32, %b: i32)
+CHECK: tc.func global @k(%o: ptr<i32>, %u: ptr<i32>, %a: i32, %b: i32 {unsigned = true})
 CHECK: tc.binary %a, {{%[0-9]+}} {kind = "sdiv"}
 CHECK: tc.binary %a, {{%[0-9]+}} {kind = "srem"}
 CHECK: tc.binary %a, {{%[0-9]+}} {kind = "ashr"}

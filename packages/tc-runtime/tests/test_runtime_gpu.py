@@ -222,3 +222,24 @@ def test_persistent_matmul_through_the_runtime(m: int, n: int, k: int) -> None:
           grid=lambda opt: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
     torch.cuda.synchronize()
     torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)
+
+
+SIGNS_SRC = """__global__ void k(int* o, int n, unsigned u, long l) {
+  *o = n; *(o + 1) = u; *(o + 2) = l;
+}"""
+
+
+def test_integer_parameters_take_the_range_of_their_c_type_on_the_gpu() -> None:
+    """The launch's fast path (struct packing) and its slow path agree with the CPU's checks: an
+    unsigned value above 2**31 reaches `unsigned u` as its bits; 2**31 for `int n` is refused."""
+    torch = pytest.importorskip("torch")
+    k = tc.kernel(SIGNS_SRC, device="cuda:0")
+    o = torch.zeros(3, dtype=torch.int32, device="cuda")
+    for _ in range(2):  # the second call takes the fast path
+        k(o, -(2**31), 2**32 - 1, 2**40 + 7, grid=(1,))
+        torch.cuda.synchronize()
+        assert o.tolist() == [-(2**31), -1, 7]
+    with pytest.raises(TypeError, match=r"2147483648 does not fit in int \(32 bits\)"):
+        k(o, 2**31, 0, 0, grid=(1,))
+    with pytest.raises(TypeError, match="does not fit in unsigned int"):
+        k(o, 0, 2**32, 0, grid=(1,))

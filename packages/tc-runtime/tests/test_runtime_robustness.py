@@ -124,3 +124,46 @@ def test_save_and_load_refuse_wrong_objects(tmp_path: Path) -> None:
                                "cubin": 5}))
     with pytest.raises(ValueError, match="not a valid tc kernel file: 'cubin' is not a base64 text"):
         tc.load(bad)
+
+
+SIGNS = """__global__ void k(int* o, int n, unsigned u, long l) {
+  *o = n; *(o + 1) = u; *(o + 2) = l;
+}"""
+
+
+def test_integer_parameters_take_the_range_of_their_c_type() -> None:
+    """A signed `int N` refuses 2**31 (it reached the kernel as -2**31 before: the IR's integers
+    have no sign); an unsigned parameter takes 0..2**32-1 and, as C converts them, negatives."""
+    k = tc.kernel(SIGNS, device="cpu")
+    o = np.zeros(3, np.int32)
+    k(o, -(2**31), 2**32 - 1, 2**40 + 7, grid=(1,))
+    np.testing.assert_array_equal(o, [-(2**31), -1, 7])
+    k(o, 2**31 - 1, -1, -(2**63), grid=(1,))
+    np.testing.assert_array_equal(o, [2**31 - 1, -1, 0])
+    describe = r"k\(o: int\*, n: int, u: unsigned int, l: long\)"
+    for args, message in (((2**31, 0, 0), rf"argument 2 \('n'\) of {describe}: 2147483648 does not fit "
+                                          r"in int \(32 bits\) \(declare it long\)"),
+                          ((0, 2**32, 0), r"argument 3 \('u'\) .* 4294967296 does not fit in unsigned int"),
+                          ((0, 0, 2**63), r"argument 4 \('l'\) .* does not fit in long \(64 bits\)$")):
+        with pytest.raises(TypeError, match=message):
+            k(o, *args, grid=(1,))
+
+
+def test_unsigned_parameters_travel_in_the_kernel_metadata() -> None:
+    from tc_nvptx import compile as compile_kernel
+
+    from tc_runtime.binary import KernelBinary
+    from tc_runtime.signature import Signature
+
+    ck = compile_kernel(SIGNS, assemble_cubin=False)
+    assert ck.unsigned_args == [2]
+    binary = KernelBinary.from_compiled(ck)
+    meta = binary.metadata()
+    assert meta["unsigned_args"] == [2]
+    assert KernelBinary.from_parts(meta, ck.ptx, None, {}).unsigned_args == (2,)
+    # metadata written before the field: either range, as before
+    old = {k: v for k, v in meta.items() if k != "unsigned_args"}
+    assert KernelBinary.from_parts(old, ck.ptx, None, {}).unsigned_args is None
+    assert Signature("k", ["i32"], ["n"], None).normalize([2**32 - 1]) == [-1]
+    with pytest.raises(ValueError, match="unsigned_args"):
+        KernelBinary.from_parts({**meta, "unsigned_args": "2"}, ck.ptx, None, {})

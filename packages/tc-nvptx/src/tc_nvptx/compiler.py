@@ -53,6 +53,9 @@ class CompiledKernel:
     #: (a 1-D grid), it steps through the grid the caller asked for, whose extents (x, y, z) it
     #: takes as three i32 parameters after the user's arguments (before the tensor maps).
     persistent: bool = False
+    #: The indices of the unsigned integer parameters (IR integers have no sign; the runtime
+    #: checks the range of each value it passes); None in metadata older than the field.
+    unsigned_args: list[int] | None = None
     #: Wall time of each compiler stage and pass, in seconds (not part of the on-disk metadata).
     timings: dict[str, float] = attrs.field(factory=dict)
 
@@ -79,6 +82,7 @@ class CompiledKernel:
             "spills": self.spills,
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
             **({"persistent": True} if self.persistent else {}),
+            **({"unsigned_args": list(self.unsigned_args)} if self.unsigned_args is not None else {}),
         }
 
     @classmethod
@@ -100,6 +104,7 @@ class CompiledKernel:
             asm=dict(asm or {}),
             tensor_maps=[dict(m) for m in data.get("tensor_maps", [])],
             persistent=bool(data.get("persistent", False)),
+            unsigned_args=[int(i) for i in data["unsigned_args"]] if "unsigned_args" in data else None,
         )
 
     def dumps(self) -> str:
@@ -241,6 +246,7 @@ def compile_module(
         timings=timings,
         tensor_maps=tensor_maps_of(module),
         persistent=bool(module.attributes.get("persistent")),
+        unsigned_args=[i for i, a in enumerate(f.arg_attrs) if a.get("unsigned")],
     )
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()

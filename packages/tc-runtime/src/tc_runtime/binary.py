@@ -46,6 +46,9 @@ class KernelBinary:
     #: per SM, each looping over the grid's programs, which it takes as three hidden i32
     #: parameters (x, y, z) after the user's arguments, before the tensor maps (kernel.py)
     persistent: bool = False
+    #: The indices of the unsigned integer parameters (Signature checks each value's range);
+    #: None for metadata older than the field (either range accepted)
+    unsigned_args: tuple[int, ...] | None = None
 
     @classmethod
     def from_compiled(cls, ck: Any) -> KernelBinary:
@@ -64,6 +67,7 @@ class KernelBinary:
             num_stages=int(getattr(ck, "num_stages", 3) or 3),
             tensor_maps=tuple(dict(m) for m in getattr(ck, "tensor_maps", None) or ()),
             persistent=bool(getattr(ck, "persistent", False)),
+            unsigned_args=_opt_indices(getattr(ck, "unsigned_args", None)),
             asm={str(k): str(v) for k, v in asm.items() if isinstance(v, (str, bytes))
                  and not isinstance(v, bytes)},
         )
@@ -77,6 +81,7 @@ class KernelBinary:
             "num_stages": self.num_stages,
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
             **({"persistent": True} if self.persistent else {}),
+            **({"unsigned_args": list(self.unsigned_args)} if self.unsigned_args is not None else {}),
         }
 
     @classmethod
@@ -92,6 +97,7 @@ class KernelBinary:
                 num_stages=int(meta.get("num_stages", 3)), asm=dict(asm),
                 tensor_maps=tuple(dict(m) for m in meta.get("tensor_maps", [])),
                 persistent=meta.get("persistent", False) is True,
+                unsigned_args=_opt_indices(meta.get("unsigned_args")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"malformed kernel metadata: {exc}") from None
@@ -209,3 +215,12 @@ def _opt_int(v: object) -> int | None:
         return int(v)  # type: ignore[call-overload, no-any-return]
     except (TypeError, ValueError):
         return None
+
+
+def _opt_indices(v: object) -> tuple[int, ...] | None:
+    """A list of parameter indices from metadata (None: the field is absent)."""
+    if v is None:
+        return None
+    if not isinstance(v, (list, tuple)) or not all(isinstance(i, int) for i in v):
+        raise ValueError(f"'unsigned_args' must be a list of ints, got {v!r}")
+    return tuple(v)

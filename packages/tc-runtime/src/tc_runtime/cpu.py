@@ -14,7 +14,7 @@ from typing import Any
 
 from . import compiler
 from .options import Options
-from .signature import Signature, c_spelling, is_pointer
+from .signature import Signature, c_spelling, is_pointer, unsigned_args
 
 #: Pointee kind -> numpy dtype name, to compare the outputs of auto-tuning configurations.
 _NP_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -28,7 +28,8 @@ class CpuKernel:
         self.function = function
         self.source = source
         kinds = [str(a.type) for a in function.args]
-        self.signature = Signature(function.name, kinds, list(function.arg_names) or None)
+        self.signature = Signature(function.name, kinds, list(function.arg_names) or None,
+                                   unsigned_args(function))
         #: the `opt` of grid callables (set by the kernel to its configuration's)
         self.opt = Options({}, 4, 3)
 

@@ -44,7 +44,7 @@ from .options import (
     normalize_defines,
     normalize_grid,
 )
-from .signature import DIV16, NONE, ArgPacker, Signature, is_pointer
+from .signature import DIV16, NONE, ArgPacker, Signature, is_pointer, unsigned_args
 
 # kept importable from here (older tests and tools)
 _expand_configs = expand_configs
@@ -252,7 +252,8 @@ class Kernel(functools.partial[None]):
         k = cls(f"/* precompiled {binary.name} */", device, defines, binary.num_warps,
                 name=binary.name, filename=f"<binary {binary.name}>")
         k._binary_fixed = binary
-        k._signature = Signature(binary.name, binary.signature, binary.arg_names or None)
+        k._signature = Signature(binary.name, binary.signature, binary.arg_names or None,
+                                 binary.unsigned_args)
         return k
 
     # ----------------------------------------------------------------------------- properties
@@ -517,11 +518,13 @@ class Kernel(functools.partial[None]):
             if record is None:
                 fn = self._lower_any()
                 record = {"name": fn.name, "kinds": [str(a.type) for a in fn.args],
-                          "names": list(fn.arg_names)}
+                          "names": list(fn.arg_names), "unsigned": unsigned_args(fn)}
                 if cache is not None:
                     cache.put_record(key, record)
+            unsigned = record.get("unsigned")
             self._signature = Signature(str(record["name"]), list(record["kinds"]),
-                                        list(record["names"]))
+                                        list(record["names"]),
+                                        unsigned if isinstance(unsigned, list) else None)
             return self._signature
 
     def _lower_any(self) -> Any:
@@ -587,7 +590,8 @@ class Kernel(functools.partial[None]):
                     f"configuration {config} changes the arguments of kernel '{binary.name}' to "
                     f"({', '.join(binary.signature)}); every configuration must keep "
                     f"({', '.join(sig.kinds)})", kernel=binary.name)
-            sig = Signature(binary.name, binary.signature, binary.arg_names or sig.names)
+            sig = Signature(binary.name, binary.signature, binary.arg_names or sig.names,
+                            binary.unsigned_args)
             self._signature = sig
         module = driver.Module(self._device, ptx=binary.ptx,
                                cubin=binary.cubin if _same_arch(binary.arch, self._device.arch)
@@ -596,7 +600,8 @@ class Kernel(functools.partial[None]):
                                    shared_bytes=binary.shared_bytes)
         opt = Options(config.defines, binary.num_warps, config.num_stages)
         if binary.persistent:  # (the program grid: three i32 after the arguments)
-            sig = Signature(sig.kernel, [*sig.kinds, *("i32",) * 3], [*sig.names, *GRID_PARAMS])
+            sig = Signature(sig.kernel, [*sig.kinds, *("i32",) * 3], [*sig.names, *GRID_PARAMS],
+                            sig.unsigned)
         packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init())
         v = Variant(binary, function, packer, opt, config, index, spec)
         if binary.persistent:

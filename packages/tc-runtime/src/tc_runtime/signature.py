@@ -12,7 +12,7 @@ import ctypes
 import math
 import operator
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 # IR scalar kind -> (struct code, C spelling)
@@ -46,6 +46,13 @@ def c_spelling(kind: str) -> str:
     return _SCALARS.get(kind, (None, kind))[1]
 
 
+def unsigned_args(function: Any) -> list[int]:
+    """The indices of a lowered tc_ir Function's unsigned integer parameters (the lowering marks
+    them `unsigned` in its argument attributes)."""
+    attrs = getattr(function, "arg_attrs", None) or []
+    return [i for i, a in enumerate(attrs) if isinstance(a, Mapping) and a.get("unsigned")]
+
+
 def _bf16_bits(value: float) -> int:
     """The bf16 bit pattern of a float (round to nearest even), for packing a bf16 scalar."""
     try:
@@ -62,12 +69,16 @@ def _bf16_bits(value: float) -> int:
 class Signature:
     """The arguments of one kernel: names, kinds, and the derived packer."""
 
-    def __init__(self, kernel: str, kinds: Sequence[str], names: Sequence[str] | None = None):
+    def __init__(self, kernel: str, kinds: Sequence[str], names: Sequence[str] | None = None,
+                 unsigned: Iterable[int] | None = None):
+        """`unsigned`: the indices of the unsigned integer parameters (the IR's integers have no
+        sign); None when unknown (metadata older than the field), which accepts either range."""
         self.kernel = kernel
         self.kinds = list(kinds)
         self.names = list(names) if names else [f"arg{i}" for i in range(len(kinds))]
         if len(self.names) != len(self.kinds):
             self.names = [f"arg{i}" for i in range(len(kinds))]
+        self.unsigned: frozenset[int] | None = None if unsigned is None else frozenset(unsigned)
         for k in self.kinds:
             if not is_pointer(k) and k not in _SCALARS:
                 raise ValueError(f"kernel '{kernel}': unsupported argument kind {k!r}")
@@ -80,8 +91,14 @@ class Signature:
 
     def describe(self) -> str:
         """add(z: float*, x: float*, y: float*, N: int)"""
-        params = ", ".join(f"{n}: {c_spelling(k)}" for n, k in zip(self.names, self.kinds))
+        params = ", ".join(f"{n}: {self.spelling(i)}" for i, n in enumerate(self.names))
         return f"{self.kernel}({params})"
+
+    def spelling(self, i: int) -> str:
+        """The C type of parameter `i` ("unsigned int" for an unsigned i32)."""
+        kind = self.kinds[i]
+        unsigned = self.unsigned is not None and i in self.unsigned and kind in _INT_BITS
+        return f"unsigned {c_spelling(kind)}" if unsigned else c_spelling(kind)
 
     def check_count(self, n: int) -> None:
         if n != len(self.kinds):
@@ -133,10 +150,14 @@ class Signature:
         if kind == "i1":
             return int(bool(v))
         bits = _INT_BITS[kind]
-        lo, hi = -(1 << (bits - 1)), (1 << bits) - 1  # signed or unsigned C parameter
+        # a signed parameter takes its own range (2**31 would reach an `int N` as -2**31); an
+        # unsigned one also takes negative values, converted modulo 2**bits as C converts them
+        signed = self.unsigned is not None and i not in self.unsigned
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1 if signed else bits)) - 1
         if not lo <= v <= hi:
+            wider = " (declare it long)" if signed and bits < 64 else ""
             raise TypeError(f"argument {i + 1} ('{self.names[i]}') of {self.describe()}: "
-                            f"{v} does not fit in {c_spelling(kind)} ({bits} bits)")
+                            f"{v} does not fit in {self.spelling(i)} ({bits} bits){wider}")
         if v >= 1 << (bits - 1):  # an unsigned value: same bits, packed through the signed code
             v -= 1 << bits
         return v

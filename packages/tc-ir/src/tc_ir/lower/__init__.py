@@ -55,6 +55,14 @@ def _lower(unit: A.TranslationUnit, kernel: str | None, verify: bool | None) -> 
     return module
 
 
+def _signedness(t: C.Type) -> dict[str, int | bool]:
+    """`unsigned` for an unsigned integer parameter: IR integers have no sign, and the runtime
+    needs it to check the range of the value passed (a signed `int N` refuses 2**31)."""
+    if isinstance(t, C.ScalarType) and t.is_integer and not t.is_bool and not t.is_signed:
+        return {"unsigned": True}
+    return {}
+
+
 def lower_function(unit: A.TranslationUnit, f: A.FunctionDef) -> Function:
     """One __global__ kernel as an IR Function (its __device__ callees inlined)."""
     lw = Lowerer(unit)
@@ -71,7 +79,7 @@ def lower_function(unit: A.TranslationUnit, f: A.FunctionDef) -> Function:
         f.name,
         body,
         arg_names=[p.name for p in f.params],
-        arg_attrs=[attribute_values(lw, p.attributes) for p in f.params],
+        arg_attrs=[{**attribute_values(lw, p.attributes), **_signedness(t)} for p, t in zip(f.params, ctypes)],
         kind="global",
         loc=floc,
     )
