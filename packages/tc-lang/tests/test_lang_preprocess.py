@@ -20,6 +20,15 @@ def test_defines_of_every_python_type() -> None:
     assert out == "3 0.5 1 0 newaxis,:"
 
 
+def test_infinite_and_nan_float_defines_are_the_builtin_constants() -> None:
+    """C has no literal for them (Python's repr gave `nan`, an undeclared identifier)."""
+    assert text("A B C", {"A": float("inf"), "B": float("-inf"), "C": float("nan")}) == \
+        "F32_INFINITY (-F32_INFINITY) F32_NAN"
+    unit = tc_lang.frontend("__global__ void k(float* o) { *o = LO; *(o + 1) = X; }",
+                            {"LO": float("-inf"), "X": float("nan")})
+    assert not unit.warnings
+
+
 def test_bool_define_works_under_if() -> None:
     src = "#if USE\nyes\n#else\nno\n#endif\n"
     assert text(src, {"USE": True}) == "yes"

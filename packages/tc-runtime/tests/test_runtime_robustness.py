@@ -167,3 +167,14 @@ def test_unsigned_parameters_travel_in_the_kernel_metadata() -> None:
     assert Signature("k", ["i32"], ["n"], None).normalize([2**32 - 1]) == [-1]
     with pytest.raises(ValueError, match="unsigned_args"):
         KernelBinary.from_parts({**meta, "unsigned_args": "2"}, ck.ptx, None, {})
+
+
+def test_infinite_and_nan_float_defines() -> None:
+    """Python's repr of them (`inf`, `nan`) is no C literal: they become tc's built-in constants,
+    and `opt` gives the floats back."""
+    k = tc.kernel("__global__ void k(float* o) { *o = LO; *(o + 1) = X; *(o + 2) = HI; }", device="cpu",
+                  defines={"LO": float("-inf"), "X": float("nan"), "HI": float("inf")})
+    o = np.zeros(3, np.float32)
+    k(o, grid=(1,))
+    assert o[0] == -np.inf and np.isnan(o[1]) and o[2] == np.inf
+    assert k.opt.LO == -np.inf and np.isnan(k.opt.X) and k.opt.HI == np.inf

@@ -11,6 +11,7 @@ Defines from Python become object-like macros. Their values are C token text: `1
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -101,6 +102,9 @@ def define_text(value: DefineValue) -> str:
     """The macro body for a Python define value (bool becomes 1/0)."""
     if isinstance(value, bool):
         return "1" if value else "0"
+    if isinstance(value, float) and not math.isfinite(value):
+        # C has no literal for them (repr gives `nan`, `inf`): the built-in float constants
+        return "F32_NAN" if math.isnan(value) else "F32_INFINITY" if value > 0 else "(-F32_INFINITY)"
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):

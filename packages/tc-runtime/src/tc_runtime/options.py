@@ -7,6 +7,7 @@ how the launch grid follows a tuned block size.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -26,10 +27,17 @@ _DTYPE_NAMES = {
 }
 
 
+#: Float values C has no literal for, as tc's built-in constants (tc_lang's define_text agrees).
+_NONFINITE = {"F32_INFINITY": math.inf, "(-F32_INFINITY)": -math.inf, "F32_NAN": math.nan}
+
+
 def define_text(name: str, value: object) -> str:
-    """The preprocessor text of one define value (bool -> 1/0, dtypes -> C type names)."""
+    """The preprocessor text of one define value (bool -> 1/0, dtypes -> C type names, inf and
+    nan -> the built-in constants: Python's repr `inf` would be an undeclared name)."""
     if isinstance(value, bool):
         return "1" if value else "0"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "F32_NAN" if math.isnan(value) else "F32_INFINITY" if value > 0 else "(-F32_INFINITY)"
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
@@ -63,6 +71,8 @@ def normalize_defines(defines: Mapping[str, object] | None) -> tuple[dict[str, s
 
 
 def _value(text: str) -> int | float | str:
+    if text in _NONFINITE:
+        return _NONFINITE[text]
     try:
         return int(text, 0)
     except ValueError:
