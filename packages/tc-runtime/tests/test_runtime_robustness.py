@@ -178,3 +178,18 @@ def test_infinite_and_nan_float_defines() -> None:
     k(o, grid=(1,))
     assert o[0] == -np.inf and np.isnan(o[1]) and o[2] == np.inf
     assert k.opt.LO == -np.inf and np.isnan(k.opt.X) and k.opt.HI == np.inf
+
+
+@pytest.mark.parametrize("null_at", [0, 1])
+def test_null_pointer_is_an_out_of_bounds_error_on_the_interpreter(null_at: int) -> None:
+    """A raw pointer of 0 (before: ctypes read it as a fresh zeroed buffer, and stores to it
+    vanished) is an error at the access, for loads and stores alike."""
+    from tc_ir import OutOfBoundsError
+
+    k = tc.kernel("__global__ void k(float* z, float* x) {\n  int r[16] = 0 ... 16;\n"
+                  "  *(z + r) = *(x + r) + 1;\n}", device="cpu")
+    z = np.zeros(16, np.float32)
+    args: list[object] = [z, z]
+    args[null_at] = 0
+    with pytest.raises(OutOfBoundsError, match=r":3:.*address 0x0 is a null pointer"):
+        k(*args, grid=(1,))

@@ -50,6 +50,11 @@ class Buffer:
         return f"buffer '{self.name}' at 0x{self.base:x} ({self.nbytes} bytes)"
 
 
+#: Raw accesses below this address are refused: a null pointer (or a small offset from one);
+#: no operating system maps the first page.
+NULL_PAGE = 4096
+
+
 def _bytes_at(address: int, nbytes: int) -> Array:
     """A writable uint8 view of raw host memory."""
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
@@ -178,7 +183,15 @@ class Memory:
         if not ok.all():
             if not self.allow_raw:
                 raise self._fault(addrs, int(np.argmin(ok)), size)
-            plan.append((None, np.flatnonzero(~ok)))
+            raw = np.flatnonzero(~ok)
+            null = addrs[raw] < NULL_PAGE
+            if null.any():  # (ctypes would read a NULL address as a fresh zeroed buffer)
+                pos = int(raw[np.argmax(null)])
+                address = int(addrs[pos])
+                raise MemoryFault("bounds", pos, address, f"address 0x{address % (1 << 64):x} is a null "
+                                  f"pointer or an offset from one (nothing is mapped below "
+                                  f"0x{NULL_PAGE:x})", None)
+            plan.append((None, raw))
             idx = np.where(ok, idx, -1)
         for i in np.unique(idx):
             if i >= 0:
