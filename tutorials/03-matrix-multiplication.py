@@ -169,7 +169,7 @@ SIZES = [256 * i for i in range(2, 33)] if GPU else [64, 128]
         x_vals=SIZES,
         y_name="provider",
         y_vals=["torch", "tc"],
-        y_lines=["Torch (cuBLAS)", "tc"],
+        y_lines=["Torch (cuBLAS)" if GPU else "Torch (CPU, float32)", "tc" if GPU else "tc (interpreter)"],
         ylabel="TFLOPS",
         xlabel="M = N = K",
         plot_name="matmul-performance",
