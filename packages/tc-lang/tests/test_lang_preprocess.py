@@ -234,6 +234,17 @@ def test_if_expressions_use_c_operators_and_defined() -> None:
     assert text(src, {"B": 2}) == "no both"
 
 
+def test_undefined_function_like_macro_in_if_is_an_error() -> None:
+    """pcpp read `FOO(1)` as 0 and took the #else branch silently; C gives it no value."""
+    src = "int a;\n#if FOO(1) && 1\nyes\n#else\nno\n#endif\n"
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(src, filename="k.tc")
+    assert str(info.value).splitlines()[0] == (
+        "k.tc:2:5: error[E0101]: function-like macro 'FOO' is not defined (in an #if expression)")
+    assert text("#define FOO(x) (x)\n" + src) == "int a; yes"
+    assert text("#if UNDEFINED\nyes\n#else\nno\n#endif\n") == "no"  # (a plain name is 0, as in C)
+
+
 def test_error_directive_through_frontend_has_no_traceback() -> None:
     src = "#ifndef BLOCK\n#error BLOCK must be defined\n#endif\n__global__ void k() {}\n"
     with pytest.raises(TcPreprocessorError) as info:

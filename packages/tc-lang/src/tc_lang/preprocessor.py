@@ -210,6 +210,14 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         m = re.search(rf"\b{re.escape(name)}\s*\(", lines[line - 1])
         return m.start() + 1 if m else 0
 
+    def on_unknown_macro_function_in_expr(self, ident: str) -> Any:
+        """A call of an undefined macro in #if has no value in C (GCC: "missing binary operator
+        before token '('"); pcpp would read it as 0 and silently take the other branch."""
+        file, line = self.tc_last
+        self.tc_error("E0101", file, line, self._call_col(file, line, ident),
+                      f"function-like macro '{ident}' is not defined (in an #if expression)")
+        return lambda *args: 0
+
     def on_include_not_found(
         self, is_malformed: bool, is_system_include: bool, curdir: str, includepath: str
     ) -> None:
