@@ -144,3 +144,13 @@ def test_random_bytes() -> None:
             tc_lang.frontend(data)
         except TcCompileError as e:
             assert all(d.code != "E0499" for d in e.diagnostics), e.render()
+
+
+def test_a_flat_chain_too_deep_to_check_is_reported_at_its_statement() -> None:
+    """A chain of 3000 additions is a 3000-deep tree: E0211 at the statement (it was 1:1)."""
+    chain = " + ".join(["x"] * 3000)
+    src = f"__global__ void k(int* o, int x) {{\n  int a = 1;\n  *o = {chain};\n}}\n"
+    with pytest.raises(TcCompileError) as info:
+        tc_lang.frontend(src, filename="d.tc")
+    assert [d.code for d in info.value.diagnostics] == ["E0211"]
+    assert (info.value.first.location.file, info.value.first.location.line) == ("d.tc", 3)

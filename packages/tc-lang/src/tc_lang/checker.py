@@ -22,6 +22,7 @@ Codes: E03xx names, E04xx types, E05xx shapes (E02xx for misplaced break/continu
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
@@ -385,6 +386,19 @@ class Checker:
         return attrs.evolve(c, items=tuple(self.stmt(s) for s in c.items))
 
     def stmt(self, s: ast.Stmt) -> ast.Stmt:
+        """The typed statement; one nested too deeply for Python's stack (a flat expression of
+        thousands of terms is a deep tree) is an error at its own line, not at the file's start."""
+        try:
+            return self._stmt(s)
+        except RecursionError:
+            if os.environ.get("TC_FRONTEND_DEBUG") == "1":
+                raise
+            if not any(d.code == "E0211" for d in self.diags):  # (once: the enclosing ones too)
+                self.error(Category.SYNTAX, "E0211", "this statement is nested too deeply to compile",
+                           s.loc, hint="split long expressions into several statements")
+            return s
+
+    def _stmt(self, s: ast.Stmt) -> ast.Stmt:
         if isinstance(s, ast.Compound):
             return self.compound(s)
         if isinstance(s, ast.DeclStmt):
