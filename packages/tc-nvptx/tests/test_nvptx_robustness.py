@@ -71,6 +71,28 @@ def test_too_much_shared_memory_is_refused_with_the_numbers() -> None:
     assert "smaller tiles" in e.hint and "num_stages" in e.hint
 
 
+COPY = """__global__ void copy(float* z, float* x) {
+  int off[BLOCK] = get_program_id(0) * BLOCK + 0 ... BLOCK;
+  *(z + off) = *(x + off);
+}"""
+
+
+def test_a_tile_too_large_for_the_programs_threads_is_refused_at_once() -> None:
+    """A 1M-element tile over 4 warps (8192 elements a thread, 255 registers) took LLVM and
+    ptxas three minutes, a hang to the user; it is E0702 at the range, with more warps as the
+    way out. 1024 elements a thread still compile."""
+    with pytest.raises(TcResourceError) as info:
+        compile(COPY, defines={"BLOCK": 1 << 20}, filename="copy.tc", assemble_cubin=False)
+    d = info.value.first
+    assert d.code == "E0702" and (d.location.file, d.location.line) == ("copy.tc", 2)
+    assert "a tile of 1048576 elements gives each of the program's 128 threads 8192 of them" in d.message
+    assert "num_warps" in (d.hint or "")
+    with pytest.raises(TcResourceError, match="program.s 512 threads 2048 of them"):
+        compile(COPY, defines={"BLOCK": 1 << 20}, options=CompileOptions(num_warps=16), assemble_cubin=False)
+    k = compile(COPY, defines={"BLOCK": 1 << 17}, assemble_cubin=False)  # 1024 a thread
+    assert "st.global" in k.ptx
+
+
 def test_tcc_reports_resource_errors_without_a_traceback(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
     import pathlib
 

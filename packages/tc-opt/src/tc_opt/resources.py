@@ -8,7 +8,9 @@ thread."""
 
 from __future__ import annotations
 
+from tc_ir.layouts import Shared
 from tc_ir.ops import Module
+from tc_ir.types import TileType
 from tc_lang.diagnostics import Category, Diagnostic, Location, TcResourceError
 
 from .options import CompileOptions
@@ -73,8 +75,38 @@ def check_registers(registers: int, num_warps: int, arch: str, loc: Location | N
         )
 
 
+#: The most elements of one register tile a thread may hold. The code generator gives each its
+#: own value (a thread has at most 255 registers): beyond this a kernel runs from local memory,
+#: and LLVM and ptxas take minutes over the unrolled code (a 1M-element tile over 128 threads:
+#: 3 minutes; 1024 per thread: 4 seconds), which to the user looks like a hang.
+MAX_TILE_ELEMENTS_PER_THREAD = 1024
+
+
+def check_tiles(module: Module, options: CompileOptions) -> None:
+    """Refuse a register tile larger than the program's threads can hold (E0702, at the op that
+    makes it): a configuration with too few warps for its tiles, skipped by the auto-tuner."""
+    threads = 32 * options.num_warps
+    for op in module.walk():
+        for result in op.results:
+            t = result.type
+            if not isinstance(t, TileType) or isinstance(t.layout, Shared):
+                continue
+            per_thread = -(-t.numel // threads)
+            if per_thread > MAX_TILE_ELEMENTS_PER_THREAD:
+                tile = (f"a tile of {t.numel} elements" if len(t.shape) == 1 else
+                        f"a {'x'.join(str(d) for d in t.shape)} tile ({t.numel} elements)")
+                raise TcResourceError([Diagnostic(
+                    Category.RESOURCE, "E0702",
+                    f"{tile} gives each of the program's {threads} "
+                    f"threads {per_thread} of them; at most {MAX_TILE_ELEMENTS_PER_THREAD} fit "
+                    f"(a thread has {MAX_REGISTERS_PER_THREAD} registers)",
+                    op.loc or Location("<source>", 0, 0),
+                    hint="use more warps (num_warps) or smaller tiles, looping over the data")])
+
+
 class CheckResources(Pass):
-    """Refuses a module whose shared memory (recorded by allocate-shared) exceeds the target."""
+    """Refuses a module whose shared memory (recorded by allocate-shared) exceeds the target, or
+    whose register tiles are too large for its threads (check_tiles)."""
 
     name = "check-resources"
 
@@ -82,3 +114,4 @@ class CheckResources(Pass):
         needed = int(module.attributes.get("shared_bytes", 0))
         loc = module.functions[0].loc if module.functions else None
         check_shared(needed, self.options, loc)
+        check_tiles(module, self.options)
