@@ -258,14 +258,19 @@ def median_ms(launch: Callable[[], None], device: driver.Device, stream: int,
 # ------------------------------------------------------------------------------------ CPU
 
 
+def changed_arguments(config: Config, kernel: str, kinds: Sequence[str],
+                      expected: Sequence[str]) -> TcLaunchError:
+    """The error for a configuration whose defines change the kernel's argument types: it cannot
+    run on the caller's arguments (TcLaunchError: skippable, on the GPU and the CPU alike)."""
+    return TcLaunchError(
+        f"configuration {config} changes the arguments of kernel '{kernel}' to "
+        f"({', '.join(kinds)}); every configuration must keep ({', '.join(expected)})",
+        kernel=kernel)
+
+
 def _same_arguments(own: Signature, sig: Signature, config: Config) -> None:
-    """A configuration whose defines change the kernel's argument types cannot run on the
-    caller's arguments: ruled out (TcLaunchError, skippable), as on the GPU."""
     if own.kinds != sig.kinds:
-        raise TcLaunchError(
-            f"configuration {config} changes the arguments of kernel '{own.kernel}' to "
-            f"({', '.join(own.kinds)}); every configuration must keep ({', '.join(sig.kinds)})",
-            kernel=own.kernel)
+        raise changed_arguments(config, own.kernel, own.kinds, sig.kinds)
 
 
 def check_cpu(kernel: Kernel, args: Sequence[object], grid: object) -> int:

@@ -586,10 +586,7 @@ class Kernel(functools.partial[None]):
         binary = self._binary(index, sig.options_specialization(spec))
         if list(binary.signature) != sig.kinds:
             if index:
-                raise TcLaunchError(
-                    f"configuration {config} changes the arguments of kernel '{binary.name}' to "
-                    f"({', '.join(binary.signature)}); every configuration must keep "
-                    f"({', '.join(sig.kinds)})", kernel=binary.name)
+                raise autotune.changed_arguments(config, binary.name, binary.signature, sig.kinds)
             sig = Signature(binary.name, binary.signature, binary.arg_names or sig.names,
                             binary.unsigned_args)
             self._signature = sig
