@@ -33,7 +33,6 @@ from .cache import KernelCache, cache_key, read_entry
 from .configs import check_key, expand_configs, key_indices
 from .cpu import CpuKernel
 from .devices import parse_device
-from .errors import TcLaunchError
 from .options import (
     DEFAULT_MAX_GRID,
     Config,
