@@ -568,6 +568,12 @@ class Function:
     def args(self) -> list[BlockArgument]:
         return self.body.args
 
+    @property
+    def unsigned_args(self) -> list[int]:
+        """The indices of the unsigned integer parameters (the lowering marks them `unsigned`:
+        IR integers have no sign, and the runtime checks each value's range by it)."""
+        return [i for i, a in enumerate(self.arg_attrs) if a.get("unsigned")]
+
     def walk(self) -> Iterator[Operation]:
         return self.body.walk()
 

@@ -246,7 +246,7 @@ def compile_module(
         timings=timings,
         tensor_maps=tensor_maps_of(module),
         persistent=bool(module.attributes.get("persistent")),
-        unsigned_args=[i for i, a in enumerate(f.arg_attrs) if a.get("unsigned")],
+        unsigned_args=f.unsigned_args,
     )
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import compiler
 from .options import Options
-from .signature import Signature, c_spelling, is_pointer, unsigned_args
+from .signature import Signature, c_spelling, is_pointer, pointee_kind
 
 #: Pointee kind -> numpy dtype name, to compare the outputs of auto-tuning configurations.
 _NP_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -29,7 +29,7 @@ class CpuKernel:
         self.source = source
         kinds = [str(a.type) for a in function.args]
         self.signature = Signature(function.name, kinds, list(function.arg_names) or None,
-                                   unsigned_args(function))
+                                   function.unsigned_args)
         #: the `opt` of grid callables (set by the kernel to its configuration's)
         self.opt = Options({}, 4, 3)
 
@@ -76,7 +76,7 @@ class Region:
 
     def __init__(self, name: str, kind: str, address: int, nbytes: int) -> None:
         self.name = name
-        self.pointee = kind[4:-1].split(",")[0].strip()
+        self.pointee = pointee_kind(kind)
         self.address = address
         self.nbytes = nbytes
 
@@ -219,7 +219,7 @@ def _check_element_type(value: object, sig: Signature, i: int) -> None:
     """Refuse an array or tensor whose elements are not what pointer argument `i` points to: the
     interpreter would read their bytes as the kernel's type and compute garbage silently."""
     kind = sig.kinds[i]
-    pointee = kind[4:-1].split(",")[0].strip()
+    pointee = pointee_kind(kind)
     allowed = _ELEMENTS.get(pointee)
     element = _element_of(value)
     if allowed is None or element is None or element[:2] in allowed:

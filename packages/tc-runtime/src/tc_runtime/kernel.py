@@ -43,7 +43,7 @@ from .options import (
     normalize_defines,
     normalize_grid,
 )
-from .signature import DIV16, NONE, ArgPacker, Signature, is_pointer, unsigned_args
+from .signature import DIV16, NONE, ArgPacker, Signature, is_pointer
 
 # kept importable from here (older tests and tools)
 _expand_configs = expand_configs
@@ -517,7 +517,7 @@ class Kernel(functools.partial[None]):
             if record is None:
                 fn = self._lower_any()
                 record = {"name": fn.name, "kinds": [str(a.type) for a in fn.args],
-                          "names": list(fn.arg_names), "unsigned": unsigned_args(fn)}
+                          "names": list(fn.arg_names), "unsigned": fn.unsigned_args}
                 if cache is not None:
                     cache.put_record(key, record)
             unsigned = record.get("unsigned")

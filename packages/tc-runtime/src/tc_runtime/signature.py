@@ -38,19 +38,16 @@ def is_pointer(kind: str) -> bool:
     return kind.startswith("ptr<")
 
 
+def pointee_kind(kind: str) -> str:
+    """The kind a pointer kind points to: "ptr<f32>" (or "ptr<f32, 1>") -> "f32"."""
+    return kind[4:-1].split(",")[0].strip()
+
+
 def c_spelling(kind: str) -> str:
     """How Triton-C writes a kind: "ptr<f32>" -> "float*"."""
     if is_pointer(kind):
-        inner = kind[4:-1].split(",")[0].strip()
-        return c_spelling(inner) + "*"
+        return c_spelling(pointee_kind(kind)) + "*"
     return _SCALARS.get(kind, (None, kind))[1]
-
-
-def unsigned_args(function: Any) -> list[int]:
-    """The indices of a lowered tc_ir Function's unsigned integer parameters (the lowering marks
-    them `unsigned` in its argument attributes)."""
-    attrs = getattr(function, "arg_attrs", None) or []
-    return [i for i, a in enumerate(attrs) if isinstance(a, Mapping) and a.get("unsigned")]
 
 
 def _bf16_bits(value: float) -> int:
