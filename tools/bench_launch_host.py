@@ -144,9 +144,17 @@ def main() -> int:
     stream_fn = (0).__mul__
     driver.stream_getter = lambda index: stream_fn  # type: ignore[assignment]
 
+    try:  # the entry checks a tensor's dtype against the pointer's (a set look-up per pointer)
+        import torch
+        float32: object = torch.float32
+    except ImportError:
+        import numpy as np
+        float32 = np.dtype("float32")
+
     class Tensor:  # data_ptr() as a C method, like torch's
         def __init__(self, address: int) -> None:
             self.data_ptr = address.__int__
+            self.dtype = float32
 
     n = 1024
     buf = cu.alloc(3 * 4 * n)

@@ -265,3 +265,44 @@ def test_error_inside_an_included_file_points_at_that_file(tmp_path: Path) -> No
     d = info.value.first
     assert (d.location.file, d.location.line, d.location.col) == (str(tmp_path / "lib.h"), 2, 14)
     assert str(info.value).splitlines()[1:] == ["      return x + zz;", "                 ^~"]
+
+
+def test_line_directive_renames_the_lines_after_it() -> None:
+    # a generator of kernel source points diagnostics at its own input with #line
+    src = ("__global__ void f(int n) {\n"
+           '#line 40 "model.py"\n'
+           "  int x = n;\n"
+           "  int y = x + zz;\n"
+           "#line 7\n"
+           "  int w = qq;\n"
+           "}\n")
+    with pytest.raises(tc_lang.TcNameError) as info:
+        tc_lang.frontend(src, filename="k.tc")
+    first, second = info.value.diagnostics
+    assert (first.location.file, first.location.line, first.location.col) == ("model.py", 41, 15)
+    assert str(info.value).splitlines()[:3] == [
+        "model.py:41:15: error[E0301]: use of undeclared identifier 'zz'",
+        "      int y = x + zz;", "                  ^~"]
+    # a #line without a file name keeps the name the last one gave
+    assert (second.location.file, second.location.line) == ("model.py", 7)
+    assert second.source_line == "  int w = qq;"
+
+
+def test_line_directive_applies_to_preprocessor_errors_and_only_when_taken() -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.frontend('#line 90 "gen.tc"\n#error stop\n', filename="k.tc")
+    assert str(info.value).splitlines()[:2] == ["gen.tc:90:1: error[E0103]: #error stop",
+                                                "    #error stop"]
+    # inside a group that is not taken, #line (even a malformed one) does nothing
+    unit = tc_lang.frontend("#if 0\n#line 5 x\n#endif\n__global__ void k() {}\n")
+    assert unit.kernels()[0].name == "k"
+
+
+@pytest.mark.parametrize("directive", ["#line", "#line x", "#line 0", "#line 2147483648",
+                                       '#line 5 "a" b', "#line 5 a"])
+def test_malformed_line_directive(directive: str) -> None:
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.frontend(f"__global__ void k() {{}}\n{directive}\n", filename="k.tc")
+    assert str(info.value).splitlines()[:2] == [
+        'k.tc:2:1: error[E0101]: malformed #line directive: expected #line <number> ["file"] '
+        "with a number from 1 to 2147483647", f"    {directive}"]

@@ -835,10 +835,11 @@ def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
 
 
 class _Tensor:
-    """Torch-like: the address comes from data_ptr()."""
+    """Torch-like: the address comes from data_ptr(), the element type is `dtype`."""
 
-    def __init__(self, address: int) -> None:
+    def __init__(self, address: int, dtype: str = "float32") -> None:
         self.address = address
+        self.dtype = np.dtype(dtype)
 
     def data_ptr(self) -> int:
         return self.address
@@ -883,6 +884,41 @@ def test_entry_takes_tensors_and_leaves_the_rest_to_the_general_path(
     with pytest.raises(TypeError, match=r"takes 2 arguments, got 1"):
         k(_Tensor(z), grid=(2,))
     assert fake.launches == 4
+
+
+def test_entry_refuses_tensors_of_other_elements(fake: FakeCuda,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # a float64 tensor given to a float* would be read as garbage floats: refused before and
+    # after the entry has learned the dtype the pointer takes, which still launches there
+    general = _count_general(monkeypatch)
+    _add_one(fake)
+    buf = fake.alloc(4 * 64)
+    z = buf.ctypes.data
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    wrong = r"argument 1 \('z'\) of acc\(z: float\*, N: int\) holds float64 elements, but the " \
+        r"kernel reads it as float\*; convert it to float32 first"
+    with pytest.raises(TypeError, match=wrong):
+        k(_Tensor(z, "float64"), 64, grid=(2,))
+    assert fake.launches == 0
+    k(_Tensor(z), 64, grid=(2,))
+    k(_Tensor(z), 64, grid=(2,))
+    assert len(general) == 2 and fake.launches == 2
+    for dtype in ("float64", "int32", "float16"):
+        with pytest.raises(TypeError, match=f"holds {dtype} elements") as info:
+            k(_Tensor(z, dtype), 64, grid=(2,))
+        assert info.value.__context__ is None
+    assert fake.launches == 2
+    np.testing.assert_array_equal(_floats(buf), 2)
+
+    # an object with data_ptr() and no dtype is an address as it is: launched (by the general
+    # path), unchecked as a raw int would be
+    class Bare:
+        def data_ptr(self) -> int:
+            return z
+
+    k(Bare(), 64, grid=(2,))
+    assert fake.launches == 3
+    np.testing.assert_array_equal(_floats(buf), 3)
 
 
 FILL_SRC = """

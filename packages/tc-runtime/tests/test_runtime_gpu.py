@@ -243,3 +243,22 @@ def test_integer_parameters_take_the_range_of_their_c_type_on_the_gpu() -> None:
         k(o, 2**31, 0, 0, grid=(1,))
     with pytest.raises(TypeError, match="does not fit in unsigned int"):
         k(o, 0, 2**32, 0, grid=(1,))
+
+
+def test_tensors_of_other_elements_are_refused_on_the_gpu() -> None:
+    """A float64 or int32 tensor given to `float*` would be read as garbage floats: refused on the
+    first (general) launch and on later ones through the launch entry; float32 launches."""
+    torch = pytest.importorskip("torch")
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 128})
+    z = torch.zeros(256, device="cuda")
+    for dtype in (torch.float64, torch.int32):
+        with pytest.raises(TypeError, match=rf"argument 1 \('z'\) .* holds {str(dtype)[6:]} "
+                                            r"elements, but the kernel reads it as float\*"):
+            k(z.to(dtype), 256, grid=(2,))
+    for _ in range(3):  # the last two through the entry
+        k(z, 256, grid=(2,))
+    for dtype in (torch.float64, torch.float16, torch.bfloat16):
+        with pytest.raises(TypeError, match=rf"holds {str(dtype)[6:]} elements"):
+            k(z.to(dtype), 256, grid=(2,))
+    torch.cuda.synchronize()
+    assert z.tolist() == [3.0] * 256

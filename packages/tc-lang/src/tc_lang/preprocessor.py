@@ -62,6 +62,8 @@ class Preprocessed:
     lines: tuple[tuple[Segment, ...], ...] = ()
     sources: Mapping[str, str] = attrs.field(factory=dict)
     identity: bool = False
+    #: the text of lines that a `#line` directive renamed, by the (file, line) it gave them
+    renamed_lines: Mapping[tuple[str, int], str] = attrs.field(factory=dict)
 
     @classmethod
     def plain(cls, text: str, filename: str = "<source>") -> Preprocessed:
@@ -91,6 +93,9 @@ class Preprocessed:
 
     def source_line(self, file: str, line: int) -> str | None:
         """The text of a line of one of the user's files (for the caret display)."""
+        renamed = self.renamed_lines.get((file, line))
+        if renamed is not None:
+            return renamed
         text = self.sources.get(file)
         if text is None or line < 1:
             return None
@@ -169,6 +174,9 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         self.tc_last: tuple[str, int] = (filename, 1)
         self.tc_include_at: tuple[str, int] = (filename, 1)
         self.line_directive = None
+        #: `#line` directives by file: (the directive's own line, the number it gives the next
+        #: line, the file name it gives them), in source order
+        self.tc_line_maps: dict[str, list[tuple[int, int, str]]] = {}
 
     # -- diagnostics -------------------------------------------------------------------------
 
@@ -182,6 +190,7 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
                 src = ls[line - 1]
                 if col <= 0:
                     col = len(src) - len(src.lstrip()) + 1
+        f, line = self.tc_renamed(f, line)
         self.tc_diags.append(
             Diagnostic(
                 Category.PREPROCESSOR,
@@ -191,6 +200,53 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
                 source_line=src,
             )
         )
+
+    # -- #line -------------------------------------------------------------------------------
+
+    def tc_renamed(self, file: str, line: int) -> tuple[str, int]:
+        """The (file, line) the user's `#line` directives give line `line` of `file`."""
+        for at, number, name in reversed(self.tc_line_maps.get(file, ())):
+            if at < line:
+                return name, number + line - at - 1
+        return file, line
+
+    def tc_renamed_location(self, loc: Location) -> Location:
+        if loc.file not in self.tc_line_maps:
+            return loc
+        file, line = self.tc_renamed(loc.file, loc.line)
+        end_file, end_line = self.tc_renamed(loc.file, loc.end_line)
+        if end_file != file or end_line < line:
+            end_line, end_col = line, loc.col
+        else:
+            end_col = loc.end_col
+        return Location(file, line, loc.col, end_line, end_col, loc.macro)
+
+    def tc_line_directive(self, directive: Any, toks: Any) -> None:
+        """`#line N` or `#line N "file"`: the next line is line N (of that file); diagnostics
+        name those (a generator of kernel source points them at its own input)."""
+        words = [t for t in toks if t.type not in self.t_WS]
+        file = directive.source or self.tc_filename
+        number = words[0].value if words else ""
+        name = words[1].value if len(words) > 1 else None
+        if (len(words) > 2 or not re.fullmatch(r"[0-9]+", number)
+                or not 0 < int(number) <= 2147483647
+                or name is not None and not re.fullmatch(r'"(?:[^"\\\n]|\\.)*"', name)):
+            self.tc_error("E0101", file, directive.lineno, self._col(directive) - 1,
+                          "malformed #line directive: expected #line <number> [\"file\"] with a "
+                          "number from 1 to 2147483647")
+            return
+        current = self.tc_renamed(file, directive.lineno)[0]
+        new_name = current if name is None else re.sub(r"\\(.)", r"\1", name[1:-1])
+        self.tc_line_maps.setdefault(file, []).append((directive.lineno, int(number), new_name))
+
+    def tc_renamed_lines(self) -> dict[tuple[str, int], str]:
+        """The text of every renamed line, by its new (file, line)."""
+        out: dict[tuple[str, int], str] = {}
+        for file, maps in self.tc_line_maps.items():
+            lines = self.tc_files.get(file, "").splitlines()
+            for physical in range(maps[0][0] + 1, len(lines) + 1):
+                out.setdefault(self.tc_renamed(file, physical), lines[physical - 1])
+        return out
 
     def on_error(self, file: str, line: int, msg: str) -> None:
         code, col = "E0101", 0
@@ -263,7 +319,9 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         if name == "error":
             msg = "".join(t.value for t in toks).strip()
             self.tc_error("E0103", directive.source, directive.lineno, col - 1, f"#error {msg}")
-        elif name in ("warning", "pragma", "line"):
+        elif name == "line":
+            self.tc_line_directive(directive, toks)
+        elif name in ("warning", "pragma"):
             pass
         else:
             self.tc_error(
@@ -436,6 +494,8 @@ def preprocess(
             seg = Segment(col, Location(f, ln, c, ln, c + n - 1))
         else:
             seg = Segment(col, Location(tok.source or filename, tok.lineno, 1))
+        if pp.tc_line_maps:
+            seg = attrs.evolve(seg, origin=pp.tc_renamed_location(seg.origin))
         cur = lines[-1]
         if not cur or cur[-1].origin != seg.origin or cur[-1].expanded != seg.expanded or (
             not seg.expanded
@@ -457,6 +517,7 @@ def preprocess(
         filename=filename,
         lines=tuple(tuple(x) for x in lines),
         sources=dict(pp.tc_files),
+        renamed_lines=pp.tc_renamed_lines(),
     )
 
 

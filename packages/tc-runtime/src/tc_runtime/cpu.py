@@ -14,11 +14,7 @@ from typing import Any
 
 from . import compiler
 from .options import Options
-from .signature import Signature, c_spelling, is_pointer, pointee_kind
-
-#: Pointee kind -> numpy dtype name, to compare the outputs of auto-tuning configurations.
-_NP_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-              "f16": "float16", "bf16": "uint16", "f32": "float32", "f64": "float64"}
+from .signature import NP_DTYPES, Signature, is_pointer, pointee_kind
 
 
 class CpuKernel:
@@ -92,7 +88,7 @@ class Region:
 
         if a == b:
             return True
-        dtype = np.dtype(_NP_DTYPES.get(self.pointee, "uint8"))
+        dtype = np.dtype(NP_DTYPES.get(self.pointee, "uint8"))
         if len(a) % dtype.itemsize or dtype.kind not in "f" and self.pointee != "bf16":
             return False
         x = np.frombuffer(a, dtype=dtype)
@@ -153,7 +149,9 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
     """Register a numpy array or a data_ptr() object; returns the address passed to the kernel."""
     import numpy as np
 
-    _check_element_type(value, sig, i)
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        sig.check_elements(i, dtype)
     if isinstance(value, np.ndarray):
         if value.flags.c_contiguous or value.flags.f_contiguous:
             return int(memory.register(value, name))
@@ -178,55 +176,6 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
             memory.register_address(base, nbytes, name, value)
         return address
     return value  # type: ignore[return-value]  # not a pointer: normalize() reports it
-
-
-#: Pointee kind -> the (numpy dtype kind, item size) of the arrays a pointer of that kind may be
-#: given: the same width and class of number (ints of either sign; bf16 also as its 16-bit
-#: pattern). An i8 pointer (char*) may view any memory, as in C.
-_ELEMENTS: dict[str, frozenset[tuple[str, int]]] = {
-    "i1": frozenset({("b", 1), ("i", 1), ("u", 1)}),
-    "i16": frozenset({("i", 2), ("u", 2)}),
-    "i32": frozenset({("i", 4), ("u", 4)}),
-    "i64": frozenset({("i", 8), ("u", 8)}),
-    "f16": frozenset({("f", 2)}),
-    "bf16": frozenset({("bf16", 2), ("i", 2), ("u", 2)}),
-    "f32": frozenset({("f", 4)}),
-    "f64": frozenset({("f", 8)}),
-}
-
-
-def _element_of(value: object) -> tuple[str, int, str] | None:
-    """(numpy kind, item size, dtype name) of an array's or tensor's elements; None when unknown
-    (an object with data_ptr() alone, a dtype numpy does not know)."""
-    import numpy as np
-
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    if isinstance(dtype, np.dtype):
-        return dtype.kind, dtype.itemsize, str(dtype)
-    name = str(dtype).removeprefix("torch.")  # a torch.dtype (tc_runtime never imports torch)
-    if name == "bfloat16":
-        return "bf16", 2, name
-    try:
-        np_dtype = np.dtype(name)
-    except TypeError:
-        return None
-    return np_dtype.kind, np_dtype.itemsize, name
-
-
-def _check_element_type(value: object, sig: Signature, i: int) -> None:
-    """Refuse an array or tensor whose elements are not what pointer argument `i` points to: the
-    interpreter would read their bytes as the kernel's type and compute garbage silently."""
-    kind = sig.kinds[i]
-    pointee = pointee_kind(kind)
-    allowed = _ELEMENTS.get(pointee)
-    element = _element_of(value)
-    if allowed is None or element is None or element[:2] in allowed:
-        return
-    raise TypeError(f"argument {i + 1} ('{sig.names[i]}') of {sig.describe()} holds {element[2]} "
-                    f"elements, but the kernel reads it as {c_spelling(kind)}; convert it to "
-                    f"{_NP_DTYPES.get(pointee, pointee).replace('uint16', 'bfloat16')} first")
 
 
 def _byte_bounds(a: Any) -> tuple[int, int]:

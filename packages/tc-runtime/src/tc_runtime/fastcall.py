@@ -6,7 +6,8 @@ the driver from Cython). Every Python call, attribute load and tuple built on th
 cuLaunchKernel shows up in that figure, so the entry inlines what the general path
 (`Kernel._call`) spreads over a look-up function, grid and stream helpers and the variant's launch
 closure: it takes the arguments as positional parameters (no argument tuple), takes the address
-of pointer arguments that are not ints from their `data_ptr()` (torch tensors), checks that the
+of pointer arguments that are not ints from their `data_ptr()` (torch tensors) once their dtype
+is one the pointer reads (`Signature.check_elements`, learned per dtype), checks that the
 pointers are 16-byte aligned (the specialization tc compiles for first), computes the rest of the
 key (integers divisible by 16 or equal to 1, two bits each of one int, then the auto-tuning key's
 values) straight from its arguments, looks up the variant's launch record (one tuple of
@@ -18,8 +19,8 @@ Anything it does not handle takes the general path with the same arguments (poin
 tensors may arrive there as their addresses, which it treats the same), so errors, compiling,
 tuning, other threads, several devices, odd grids and stream objects behave exactly as there:
 a wrong argument count, a key seen for the first time, pointer arguments that are neither ints nor
-have a `data_ptr()` giving one, pointers that are not 16-byte aligned, a grid that is not a tuple
-of 1..3 valid ints, a stream that is neither None nor an int, a call from a thread other than the
+have a `data_ptr()` giving one (or have no `dtype`, or one of other elements than the
+pointer's), pointers that are not 16-byte aligned, a grid that is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, a call from a thread other than the
 one that built the variant, several GPUs in use, and values `struct` cannot pack.
 
 `tools/bench_launch_host.py` times the entry per call form against a no-op driver.
@@ -215,6 +216,8 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
     if ptrs:
         not_ints = " or ".join(f"type(a{i}) is not int" for i in ptrs)
         converts = "".join(f"            if type(a{i}) is not int:\n"
+                           f"                if a{i}.dtype not in dtypes{i}:\n"
+                           f"                    accept({i}, a{i}.dtype)\n"
                            f"                a{i} = a{i}.data_ptr()\n" for i in ptrs)
         addresses = (f"    if {not_ints}:\n"
                      f"        try:\n{converts}"
@@ -255,6 +258,17 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
         "cstreams": driver._cstreams, "cstream": driver.cstream,
         "streams": _cuda_python_streams, "stream_object": driver.stream_object,
     }
+    # the element types each pointer argument was seen to accept (torch dtypes are singletons:
+    # a set look-up costs the entry far less than `Signature.check_elements`)
+    dtypes: dict[int, set[object]] = {i: set() for i in ptrs}
+
+    def accept(i: int, dtype: object) -> None:
+        """Learn that argument `i` takes elements of `dtype`, or raise (the entry then falls back
+        to the general path, which reports the mismatch)."""
+        sig.check_elements(i, dtype)
+        dtypes[i].add(dtype)
+
+    namespace.update({f"dtypes{i}": dtypes[i] for i in ptrs}, accept=accept)
     exec(compile(source, f"<tc launch entry of {sig.kernel}>", "exec"), namespace)
     fn: Callable[..., None] = namespace["entry"]
     return fn

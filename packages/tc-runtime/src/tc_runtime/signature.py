@@ -63,6 +63,42 @@ def _bf16_bits(value: float) -> int:
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
+#: Pointee kind -> numpy dtype name of the arrays it reads (bf16 as its 16-bit pattern).
+NP_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+             "f16": "float16", "bf16": "uint16", "f32": "float32", "f64": "float64"}
+
+#: Pointee kind -> the (numpy dtype kind, item size) of the arrays a pointer of that kind may be
+#: given: the same width and class of number (ints of either sign; bf16 also as its 16-bit
+#: pattern). An i8 pointer (char*) may view any memory, as in C.
+_ELEMENTS: dict[str, frozenset[tuple[str, int]]] = {
+    "i1": frozenset({("b", 1), ("i", 1), ("u", 1)}),
+    "i16": frozenset({("i", 2), ("u", 2)}),
+    "i32": frozenset({("i", 4), ("u", 4)}),
+    "i64": frozenset({("i", 8), ("u", 8)}),
+    "f16": frozenset({("f", 2)}),
+    "bf16": frozenset({("bf16", 2), ("i", 2), ("u", 2)}),
+    "f32": frozenset({("f", 4)}),
+    "f64": frozenset({("f", 8)}),
+}
+
+
+def element_of(dtype: object) -> tuple[str, int, str] | None:
+    """(numpy kind, item size, name) of a numpy or torch dtype; None when numpy does not know it
+    (tc_runtime never imports torch: a torch dtype is read by its name)."""
+    import numpy as np
+
+    if isinstance(dtype, np.dtype):
+        return dtype.kind, dtype.itemsize, str(dtype)
+    name = str(dtype).removeprefix("torch.")
+    if name == "bfloat16":
+        return "bf16", 2, name
+    try:
+        np_dtype = np.dtype(name)
+    except TypeError:
+        return None
+    return np_dtype.kind, np_dtype.itemsize, name
+
+
 class Signature:
     """The arguments of one kernel: names, kinds, and the derived packer."""
 
@@ -122,9 +158,26 @@ class Signature:
                 out.append(self._float(i, kind, value))
         return out
 
+    def check_elements(self, i: int, dtype: object) -> None:
+        """Refuse an array or tensor of `dtype` for pointer argument `i` when its elements are not
+        the pointer's type: the kernel would read their bytes as its own type and compute garbage
+        silently (on the GPU and on the interpreter alike). Plain addresses are not checked."""
+        pointee = pointee_kind(self.kinds[i])
+        allowed = _ELEMENTS.get(pointee)
+        element = element_of(dtype)
+        if allowed is None or element is None or element[:2] in allowed:
+            return
+        wanted = NP_DTYPES.get(pointee, pointee).replace("uint16", "bfloat16")
+        raise TypeError(f"argument {i + 1} ('{self.names[i]}') of {self.describe()} holds "
+                        f"{element[2]} elements, but the kernel reads it as "
+                        f"{c_spelling(self.kinds[i])}; convert it to {wanted} first")
+
     def _pointer(self, i: int, value: object) -> int:
         data_ptr = getattr(value, "data_ptr", None)
         if callable(data_ptr):
+            dtype = getattr(value, "dtype", None)
+            if dtype is not None:
+                self.check_elements(i, dtype)
             value = data_ptr()
         if isinstance(value, (bool, float, complex, str, bytes)) or value is None:
             raise self._bad(i, value, "a pointer (an int address, e.g. tensor.data_ptr())")
