@@ -155,6 +155,7 @@ def main() -> int:
         def __init__(self, address: int) -> None:
             self.data_ptr = address.__int__
             self.dtype = float32
+            self.is_cuda = True
 
     n = 1024
     buf = cu.alloc(3 * 4 * n)

@@ -837,9 +837,10 @@ def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
 class _Tensor:
     """Torch-like: the address comes from data_ptr(), the element type is `dtype`."""
 
-    def __init__(self, address: int, dtype: str = "float32") -> None:
+    def __init__(self, address: int, dtype: str = "float32", is_cuda: bool = True) -> None:
         self.address = address
         self.dtype = np.dtype(dtype)
+        self.is_cuda = is_cuda
 
     def data_ptr(self) -> int:
         return self.address
@@ -910,6 +911,18 @@ def test_entry_refuses_tensors_of_other_elements(fake: FakeCuda,
     assert fake.launches == 2
     np.testing.assert_array_equal(_floats(buf), 2)
 
+    # a tensor in host memory the driver does not map would fault the kernel (and end the
+    # context): refused; pinned memory (mapped: here, the fake's own allocations) launches
+    host = np.zeros(64, dtype=np.float32)
+    cpu = r"argument 1 \('z'\) of acc\(.*\) is a tensor in CPU memory, but this kernel runs on " \
+        r"cuda:0; move it to the GPU first \(tensor.to\('cuda:0'\)\)"
+    for _ in range(2):
+        with pytest.raises(ValueError, match=cpu):
+            k(_Tensor(host.ctypes.data, is_cuda=False), 64, grid=(2,))
+        k(_Tensor(z, is_cuda=False), 64, grid=(2,))
+    assert fake.launches == 4
+    np.testing.assert_array_equal(_floats(buf), 4)
+
     # an object with data_ptr() and no dtype is an address as it is: launched (by the general
     # path), unchecked as a raw int would be
     class Bare:
@@ -917,8 +930,8 @@ def test_entry_refuses_tensors_of_other_elements(fake: FakeCuda,
             return z
 
     k(Bare(), 64, grid=(2,))
-    assert fake.launches == 3
-    np.testing.assert_array_equal(_floats(buf), 3)
+    assert fake.launches == 5
+    np.testing.assert_array_equal(_floats(buf), 5)
 
 
 FILL_SRC = """

@@ -262,3 +262,22 @@ def test_tensors_of_other_elements_are_refused_on_the_gpu() -> None:
             k(z.to(dtype), 256, grid=(2,))
     torch.cuda.synchronize()
     assert z.tolist() == [3.0] * 256
+
+
+def test_tensors_in_host_memory_are_refused_unless_pinned() -> None:
+    """A CPU tensor's pageable memory would fault the kernel (ending the CUDA context): refused on
+    both launch paths. Pinned memory is mapped for the GPU: the kernel writes it in place."""
+    torch = pytest.importorskip("torch")
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 128})
+    z = torch.zeros(256, device="cuda")
+    k(z, 256, grid=(2,))
+    k(z, 256, grid=(2,))  # the entry has seen float32 tensors in GPU memory
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"argument 1 \('z'\) .* is a tensor in CPU memory, "
+                                             r"but this kernel runs on cuda:0"):
+            k(torch.zeros(256), 256, grid=(2,))
+    pinned = torch.zeros(256).pin_memory()
+    for _ in range(3):
+        k(pinned, 256, grid=(2,))
+    torch.cuda.synchronize()
+    assert pinned.tolist() == [3.0] * 256 and z.tolist() == [2.0] * 256

@@ -614,6 +614,18 @@ def pointer_device(pointer: int) -> int | None:
         return None
 
 
+def pointer_mapped(pointer: int) -> bool:
+    """Whether the driver maps `pointer` for the GPU (device, managed, pinned or registered host
+    memory); pageable host memory it does not know reads False."""
+    cu = _module()
+    try:
+        res = cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                       pointer)
+    except Exception:
+        return False
+    return not res[0]
+
+
 #: primary context handle -> device ordinal, for the primary contexts seen active so far
 _primary_owners: dict[int, int] = {}
 

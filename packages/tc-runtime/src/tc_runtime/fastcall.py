@@ -7,7 +7,8 @@ cuLaunchKernel shows up in that figure, so the entry inlines what the general pa
 (`Kernel._call`) spreads over a look-up function, grid and stream helpers and the variant's launch
 closure: it takes the arguments as positional parameters (no argument tuple), takes the address
 of pointer arguments that are not ints from their `data_ptr()` (torch tensors) once their dtype
-is one the pointer reads (`Signature.check_elements`, learned per dtype), checks that the
+is one the pointer reads (`Signature.check_elements`, learned per dtype) and they are in GPU
+memory (`check_gpu_memory`), checks that the
 pointers are 16-byte aligned (the specialization tc compiles for first), computes the rest of the
 key (integers divisible by 16 or equal to 1, two bits each of one int, then the auto-tuning key's
 values) straight from its arguments, looks up the variant's launch record (one tuple of
@@ -19,8 +20,8 @@ Anything it does not handle takes the general path with the same arguments (poin
 tensors may arrive there as their addresses, which it treats the same), so errors, compiling,
 tuning, other threads, several devices, odd grids and stream objects behave exactly as there:
 a wrong argument count, a key seen for the first time, pointer arguments that are neither ints nor
-have a `data_ptr()` giving one (or have no `dtype`, or one of other elements than the
-pointer's), pointers that are not 16-byte aligned, a grid that is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, a call from a thread other than the
+have a `data_ptr()` giving one (or have no `dtype` or `is_cuda`, or elements of another type
+than the pointer's, or are in host memory), pointers that are not 16-byte aligned, a grid that is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, a call from a thread other than the
 one that built the variant, several GPUs in use, and values `struct` cannot pack.
 
 `tools/bench_launch_host.py` times the entry per call form against a no-op driver.
@@ -193,6 +194,19 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
+def check_gpu_memory(sig: Signature, i: int, value: Any, device: int) -> None:
+    """Refuse a tensor in host memory (`is_cuda` False) for pointer argument `i` of a kernel on
+    GPU `device` unless the driver maps it (pinned memory): the kernel would fault on it, and a
+    fault ends the process's CUDA context. Objects without `is_cuda` are taken as addresses."""
+    if getattr(value, "is_cuda", True):
+        return
+    address = value.data_ptr()
+    if address and not driver.pointer_mapped(address):
+        raise ValueError(f"argument {i + 1} ('{sig.names[i]}') of {sig.describe()} is a tensor in "
+                         f"CPU memory, but this kernel runs on cuda:{device}; move it to the GPU "
+                         f"first (tensor.to('cuda:{device}'))")
+
+
 def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, ...]],
                general: Callable[..., None], stream_fn: Callable[[int], int], index: int,
                max_grid: tuple[int, ...], ctypes_backend: bool) -> Callable[..., None]:
@@ -216,8 +230,8 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
     if ptrs:
         not_ints = " or ".join(f"type(a{i}) is not int" for i in ptrs)
         converts = "".join(f"            if type(a{i}) is not int:\n"
-                           f"                if a{i}.dtype not in dtypes{i}:\n"
-                           f"                    accept({i}, a{i}.dtype)\n"
+                           f"                if a{i}.dtype not in dtypes{i} or not a{i}.is_cuda:\n"
+                           f"                    accept({i}, a{i})\n"
                            f"                a{i} = a{i}.data_ptr()\n" for i in ptrs)
         addresses = (f"    if {not_ints}:\n"
                      f"        try:\n{converts}"
@@ -262,11 +276,14 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
     # a set look-up costs the entry far less than `Signature.check_elements`)
     dtypes: dict[int, set[object]] = {i: set() for i in ptrs}
 
-    def accept(i: int, dtype: object) -> None:
-        """Learn that argument `i` takes elements of `dtype`, or raise (the entry then falls back
-        to the general path, which reports the mismatch)."""
-        sig.check_elements(i, dtype)
-        dtypes[i].add(dtype)
+    def accept(i: int, tensor: Any) -> None:
+        """Check tensor argument `i` (its dtype; when it is not in GPU memory, whether the GPU
+        can read it) and learn its dtype, or raise: the entry then falls back to the general
+        path, which reports the problem. Pinned host tensors pass here on every launch."""
+        sig.check_elements(i, tensor.dtype)
+        check_gpu_memory(sig, i, tensor, index)
+        if tensor.is_cuda:
+            dtypes[i].add(tensor.dtype)
 
     namespace.update({f"dtypes{i}": dtypes[i] for i in ptrs}, accept=accept)
     exec(compile(source, f"<tc launch entry of {sig.kernel}>", "exec"), namespace)

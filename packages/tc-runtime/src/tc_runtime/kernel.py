@@ -361,6 +361,9 @@ class Kernel(functools.partial[None]):
                             f"k(*args, grid=lambda opt: (...,))")
         sig = self._setup()
         normalized = tuple(sig.normalize(args))
+        for i in sig.pointer_indices:
+            if type(args[i]) is not int:
+                fastcall.check_gpu_memory(sig, i, args[i], self._index)
         key = self._key_fn(*normalized)
         v = self._fast.get(key)
         if v is None:
