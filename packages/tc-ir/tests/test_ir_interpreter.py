@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -650,3 +651,23 @@ def test_grid_3d() -> None:
     o = np.zeros(3, np.int32)
     interpret(fn, [o], (2, 2, 3))
     assert o.tolist() == [0, 4 * 3, 4 * 6]
+
+
+def test_host_maps_read_the_mappings_and_their_permissions(tmp_path: Path) -> None:
+    from tc_ir.interpreter.host_maps import PAGE, HostMaps
+
+    maps = tmp_path / "maps"
+    maps.write_text(f"{0x10 * PAGE:x}-{0x12 * PAGE:x} r-xp 00000000 00:00 0 /lib/code.so\n"
+                    f"{0x20 * PAGE:x}-{0x30 * PAGE:x} rw-p 00000000 00:00 0 [heap]\n")
+    m = HostMaps(str(maps))
+    at = np.array([0x20 * PAGE, 0x2F * PAGE + PAGE - 4], dtype=np.int64)
+    assert m.first_unmapped(at, 4, write=True) is None
+    assert m.first_unmapped(np.array([0x11 * PAGE], dtype=np.int64), 4, write=False) is None
+    assert m.first_unmapped(np.array([0x20 * PAGE, 0x11 * PAGE], dtype=np.int64), 4, write=True) == 1
+    # an access that runs past the end of a mapping, and one between mappings
+    assert m.first_unmapped(np.array([0x30 * PAGE - 2], dtype=np.int64), 4, write=False) == 0
+    assert m.first_unmapped(np.array([0x20 * PAGE, 0x18 * PAGE], dtype=np.int64), 4, write=False) == 1
+    # memory mapped since the last reading is found by reading the maps again
+    maps.write_text(maps.read_text() + f"{0x40 * PAGE:x}-{0x41 * PAGE:x} rw-p 0 00:00 0\n")
+    assert m.first_unmapped(np.array([0x40 * PAGE], dtype=np.int64), 8, write=True) is None
+    assert HostMaps(str(tmp_path / "none")).first_unmapped(at, 4, write=True) is None

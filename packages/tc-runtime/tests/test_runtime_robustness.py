@@ -4,6 +4,7 @@ tc error) naming the argument, never silently wrong results or an error from dee
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,33 @@ def test_null_pointer_is_an_out_of_bounds_error_on_the_interpreter(null_at: int)
     args[null_at] = 0
     with pytest.raises(OutOfBoundsError, match=r":3:.*address 0x0 is a null pointer"):
         k(*args, grid=(1,))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc/self/maps (Linux)")
+def test_raw_pointers_that_point_nowhere_are_errors_on_the_interpreter() -> None:
+    """A made-up raw address (or a device pointer given to a CPU kernel) ended the process with a
+    segmentation fault; a store into read-only memory (code) too. Both are reported at the access
+    now; raw pointers into the process's own memory still work."""
+    import ctypes
+
+    from tc_ir import OutOfBoundsError
+
+    k = tc.kernel("__global__ void k(float* z, float* x) {\n  int r[16] = 0 ... 16;\n"
+                  "  *(z + r) = *(x + r) + 1;\n}", device="cpu")
+    z, x = np.zeros(16, np.float32), np.arange(16, dtype=np.float32)
+    nowhere = 0x7000_0000_0000
+    with pytest.raises(OutOfBoundsError, match=r"out-of-bounds load .* address 0x700000000000 is in "
+                                                r"no buffer and not readable memory"):
+        k(z.ctypes.data, nowhere, grid=(1,))
+    with pytest.raises(OutOfBoundsError, match=r"out-of-bounds store .* not writable memory"):
+        k(nowhere, x.ctypes.data, grid=(1,))
+    code = ctypes.cast(ctypes.CDLL(None).printf, ctypes.c_void_p).value
+    assert code is not None
+    code -= code % 64
+    with pytest.raises(OutOfBoundsError, match=r"store .* not writable memory of this process"):
+        k(code, x.ctypes.data, grid=(1,))
+    k(z.ctypes.data, x.ctypes.data, grid=(1,))  # raw pointers to live arrays
+    np.testing.assert_array_equal(z, x + 1)
+    fresh = np.full(16, 5, np.float32)  # memory mapped after the first reading of the maps
+    k(fresh.ctypes.data, x.ctypes.data, grid=(1,))
+    np.testing.assert_array_equal(fresh, x + 1)

@@ -5,7 +5,8 @@ tensor's storage) by their real host addresses, so the integers a kernel receive
 the same ones a user would pass (`array.ctypes.data`, `tensor.data_ptr()`). Every access is checked
 against those buffers. With ``allow_raw=True`` an access outside every registered buffer goes to
 the raw host address through ctypes, without bounds information (for integer pointers that the
-caller vouches for); a wrong address then crashes the process, as it would in C.
+caller vouches for); an address the process has not mapped is reported, not accessed, where the
+process's mappings can be read (`host_maps`), and crashes the process elsewhere, as it would in C.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from .dtypes import Array
 from .errors import MemoryFault
+from .host_maps import HostMaps
 
 
 class Buffer:
@@ -65,6 +67,7 @@ class Memory:
 
     def __init__(self, *, allow_raw: bool = False) -> None:
         self.allow_raw = allow_raw
+        self._maps = HostMaps() if allow_raw else None
         self._buffers: list[Buffer] = []  # sorted by base, never overlapping
         self._bases: list[int] = []
         self._np_bases = np.zeros(0, dtype=np.int64)
@@ -162,9 +165,11 @@ class Memory:
         detail, name = self.describe(address, size)
         return MemoryFault("bounds", position, address, detail, name)
 
-    def _plan(self, addrs: Array, size: int) -> list[tuple[Buffer | None, Array | None]]:
+    def _plan(self, addrs: Array, size: int, write: bool
+              ) -> list[tuple[Buffer | None, Array | None]]:
         """Split flat addresses by buffer: [(buffer, positions or None for all)]. Raises
-        MemoryFault for misaligned addresses and (unless allow_raw) out-of-bounds ones."""
+        MemoryFault for misaligned addresses, (unless allow_raw) out-of-bounds ones, and raw ones
+        the process cannot access (`write`: for a store)."""
         if size > 1:
             bad = addrs & (size - 1)
             if bad.any():
@@ -191,6 +196,15 @@ class Memory:
                 raise MemoryFault("bounds", pos, address, f"address 0x{address % (1 << 64):x} is a null "
                                   f"pointer or an offset from one (nothing is mapped below "
                                   f"0x{NULL_PAGE:x})", None)
+            assert self._maps is not None
+            unmapped = self._maps.first_unmapped(addrs[raw], size, write)
+            if unmapped is not None:
+                pos = int(raw[unmapped])
+                address = int(addrs[pos])
+                raise MemoryFault("bounds", pos, address, f"address 0x{address % (1 << 64):x} is in "
+                                  f"no buffer and not {'writable' if write else 'readable'} "
+                                  f"memory of this process (a raw pointer that points nowhere: "
+                                  f"pass the array or tensor itself)", None)
             plan.append((None, raw))
             idx = np.where(ok, idx, -1)
         for i in np.unique(idx):
@@ -210,7 +224,7 @@ class Memory:
         size = dtype.itemsize
         if addrs.size == 0:
             return np.zeros(0, dtype=dtype)
-        plan = self._plan(addrs, size)
+        plan = self._plan(addrs, size, False)
         if len(plan) == 1 and plan[0][1] is None:
             return self._read(plan[0][0], addrs, dtype)
         out = np.empty(addrs.shape, dtype=dtype)
@@ -224,7 +238,7 @@ class Memory:
         if addrs.size == 0:
             return
         dtype = values.dtype
-        plan = self._plan(addrs, dtype.itemsize)
+        plan = self._plan(addrs, dtype.itemsize, True)
         for buf, positions in plan:
             if positions is None:
                 self._write(buf, addrs, values)
