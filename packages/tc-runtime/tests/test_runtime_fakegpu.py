@@ -143,6 +143,12 @@ class FakeCuda:
     def CUstream(self, handle: int) -> int:
         return handle
 
+    #: streams being captured into a CUDA graph
+    capturing: frozenset[int] = frozenset()
+
+    def cuStreamIsCapturing(self, stream: Any) -> tuple[Result, int]:
+        return Result.CUDA_SUCCESS, int(int(stream or 0) in self.capturing)
+
     def cuLaunchKernel(self, f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
                        shm: int, stream: Any, params: int, extra: Any) -> tuple[Result]:
         return (self.launch(int(f), (gx, gy, gz), bx, int(stream or 0), int(params)),)
@@ -1080,3 +1086,26 @@ def test_persistent_configuration_without_a_producer_warp(fake: FakeCuda) -> Non
     assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 8 * 32)
     assert seen[-1] == (4096, 4096, 64, 64, 64, 64, 512, 1, 1)
     assert k.info["persistent"] is True
+
+
+def test_autotuning_inside_graph_capture_is_refused_with_a_way_out(
+        fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    # timing configurations synchronizes, which would invalidate a capture: a new tuning key on a
+    # capturing stream is refused before any work; keys tuned before capture launch as usual
+    k = tc.kernel(ACC_SRC, device="cuda:0", autotune_key=["N"],
+                  autotune_configs=[tc.config(defines={"BLOCK": 32}),
+                                    tc.config(defines={"BLOCK": 64})])
+    buf = fake.alloc(4 * 256)
+    z = buf.ctypes.data
+    k(z, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),), stream=7)  # warm-up: tuned for N = 64
+    launches = fake.launches
+    monkeypatch.setattr(fake, "capturing", frozenset({7}))
+    k(z, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),), stream=7)
+    assert fake.launches == launches + 1
+    with pytest.raises(tc.TcLaunchError, match=r"kernel 'acc' would auto-tune inside CUDA graph "
+                                              r"capture \(for N = 128\).*call it once with arguments of the same "
+                                              r"shape before capturing"):
+        k(z, 128, grid=lambda opt: (tc.cdiv(128, opt.BLOCK),), stream=7)
+    assert fake.launches == launches + 1
+    k(z, 128, grid=lambda opt: (tc.cdiv(128, opt.BLOCK),), stream=8)  # another stream: tuned
+    assert fake.launches > launches + 1

@@ -281,3 +281,37 @@ def test_tensors_in_host_memory_are_refused_unless_pinned() -> None:
         k(pinned, 256, grid=(2,))
     torch.cuda.synchronize()
     assert pinned.tolist() == [3.0] * 256 and z.tolist() == [2.0] * 256
+
+
+def test_kernels_under_cuda_graph_capture() -> None:
+    """A kernel that would auto-tune inside capture is refused before any work (the capture ends
+    cleanly); one configuration compiles, loads and is recorded inside it; a tuned kernel records
+    after a warm-up. Replays run the recorded launches."""
+    torch = pytest.importorskip("torch")
+    single = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 128})
+    tuned = tc.kernel(ACC_SRC, device="cuda:0", autotune_key=["N"],
+                      autotune_configs=[tc.config(defines={"BLOCK": 64}),
+                                        tc.config(defines={"BLOCK": 128})])
+    z = torch.zeros(256, device="cuda")
+
+    def grid(opt: tc.Options) -> tuple[int]:
+        return (tc.cdiv(256, opt.BLOCK),)
+
+    with pytest.raises(tc.TcLaunchError, match=r"kernel 'acc' would auto-tune inside CUDA graph "
+                                              r"capture \(for N = 256\)"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            tuned(z, 256, grid=grid)
+    first = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(first):
+        single(z, 256, grid=(2,))
+    tuned(z, 256, grid=grid)  # the warm-up: tunes (restoring z) and adds 1
+    second = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(second):
+        tuned(z, 256, grid=grid)
+    torch.cuda.synchronize()
+    assert z.tolist() == [1.0] * 256  # nothing ran while capturing
+    first.replay()
+    second.replay()
+    second.replay()
+    torch.cuda.synchronize()
+    assert z.tolist() == [4.0] * 256

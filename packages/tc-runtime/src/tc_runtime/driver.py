@@ -253,6 +253,24 @@ def stream_object(handle: int) -> Any:
     return s
 
 
+def stream_capturing(handle: int) -> bool:
+    """Whether the stream is being captured into a CUDA graph (torch.cuda.graph, stream capture),
+    where work that synchronizes (auto-tuning's timing) is not allowed. False when the driver
+    cannot say."""
+    cu = _module()
+    try:
+        res = cu.cuStreamIsCapturing(stream_object(handle))
+    except Exception:
+        return False
+    if res[0]:  # the legacy stream while another one captures in global mode
+        return int(res[0]) == _STREAM_CAPTURE_IMPLICIT
+    return int(res[1]) != 0  # CU_STREAM_CAPTURE_STATUS_NONE
+
+
+#: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+_STREAM_CAPTURE_IMPLICIT = 906
+
+
 _torch_stream_fn: Callable[[int], int] | None = None
 
 

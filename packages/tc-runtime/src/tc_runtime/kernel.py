@@ -33,6 +33,7 @@ from .cache import KernelCache, cache_key, read_entry
 from .configs import check_key, expand_configs, key_indices
 from .cpu import CpuKernel
 from .devices import parse_device
+from .errors import TcLaunchError
 from .options import (
     DEFAULT_MAX_GRID,
     Config,
@@ -422,6 +423,15 @@ class Kernel(functools.partial[None]):
             return self.first_working(spec)
         handle = self._stream_fn(self._index) if stream is None else (
             stream if type(stream) is int else _stream_handle(stream))
+        if driver.stream_capturing(handle):
+            sig = self._signature or self._resolve_signature()
+            new = ", ".join(f"{sig.names[i]} = {v}" for i, v in zip(self._key_indices, values))
+            raise TcLaunchError(
+                f"kernel '{sig.kernel}' would auto-tune inside CUDA graph capture (for "
+                f"{new or 'a new specialization of its arguments'}), and timing its "
+                f"configurations synchronizes, which capture does not allow: call it once with "
+                f"arguments of the same shape before capturing (a warm-up), or give one "
+                f"configuration")
         assert self._device is not None
         with self._device.current():  # its events, copies and flushes belong to our device
             return autotune.tune_gpu(self, spec, values, args, grid, handle)
