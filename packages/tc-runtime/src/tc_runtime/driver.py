@@ -253,6 +253,10 @@ def stream_object(handle: int) -> Any:
     return s
 
 
+#: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+_STREAM_CAPTURE_IMPLICIT = 906
+
+
 def stream_capturing(handle: int) -> bool:
     """Whether the stream is being captured into a CUDA graph (torch.cuda.graph, stream capture),
     where work that synchronizes (auto-tuning's timing) is not allowed. False when the driver
@@ -265,10 +269,6 @@ def stream_capturing(handle: int) -> bool:
     if res[0]:  # the legacy stream while another one captures in global mode
         return int(res[0]) == _STREAM_CAPTURE_IMPLICIT
     return int(res[1]) != 0  # CU_STREAM_CAPTURE_STATUS_NONE
-
-
-#: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
-_STREAM_CAPTURE_IMPLICIT = 906
 
 
 _torch_stream_fn: Callable[[int], int] | None = None

@@ -8,10 +8,9 @@ cuLaunchKernel shows up in that figure, so the entry inlines what the general pa
 closure: it takes the arguments as positional parameters (no argument tuple), takes the address
 of pointer arguments that are not ints from their `data_ptr()` (torch tensors) once their dtype
 is one the pointer reads (`Signature.check_elements`, learned per dtype) and they are in GPU
-memory (`check_gpu_memory`), checks that the
-pointers are 16-byte aligned (the specialization tc compiles for first), computes the rest of the
-key (integers divisible by 16 or equal to 1, two bits each of one int, then the auto-tuning key's
-values) straight from its arguments, looks up the variant's launch record (one tuple of
+memory (`check_gpu_memory`), checks that the pointers are 16-byte aligned (the specialization
+tc compiles for first), computes the rest of the key (integers divisible by 16 or equal to 1, two
+bits each of one int, then the auto-tuning key's values) straight from its arguments, looks up the variant's launch record (one tuple of
 everything the launch needs, bound once), reads a grid of ints (or calls the grid function), gets
 the stream (a constant 0 without torch), packs the arguments with `struct.pack_into` and calls
 the driver with the cheapest argument forms its wrapper takes (see the launch snippets below).
@@ -21,8 +20,9 @@ tensors may arrive there as their addresses, which it treats the same), so error
 tuning, other threads, several devices, odd grids and stream objects behave exactly as there:
 a wrong argument count, a key seen for the first time, pointer arguments that are neither ints nor
 have a `data_ptr()` giving one (or have no `dtype` or `is_cuda`, or elements of another type
-than the pointer's, or are in host memory), pointers that are not 16-byte aligned, a grid that is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, a call from a thread other than the
-one that built the variant, several GPUs in use, and values `struct` cannot pack.
+than the pointer's, or are in host memory), pointers that are not 16-byte aligned, a grid that
+is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, a call from a thread
+other than the one that built the variant, several GPUs in use, and values `struct` cannot pack.
 
 `tools/bench_launch_host.py` times the entry per call form against a no-op driver.
 """
