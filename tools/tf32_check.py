@@ -8,7 +8,8 @@ timed alone at the given sizes and, the fastest few, in interleaved rounds with 
         [--timed nn,tn]
 
 A configuration's trailing `p` asks for a persistent grid, `s` for a bulk-store epilogue, `n` for
-no producer warp (a persistent grid whose programs each run the plain pipeline).
+no producer warp (a persistent grid whose programs each run the plain pipeline), `g16` for 16 rows
+of tiles per group of the program order (GROUP_SIZE; 8 by default).
 """
 
 from __future__ import annotations
@@ -87,8 +88,14 @@ def parse_config(text: str, config: Callable[..., Any]) -> Any:
     """`MB,NB,KB,warps,stages` and option letters (OPTION_LETTERS) as a tc_runtime config."""
     fields = text.split(",")
     mb, nb, kb, w, s = (int(x) for x in fields[:5])
-    options = dict(OPTION_LETTERS[letter] for letter in fields[5:])
-    return config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=s, options=options or None)
+    defines: dict[str, int] = {"MB": mb, "NB": nb, "KB": kb}
+    options = {}
+    for field in fields[5:]:
+        if field[:1] == "g":  # g16: GROUP_SIZE rows of tiles in the program order (default 8)
+            defines["GROUP_SIZE"] = int(field[1:])
+        else:
+            options[OPTION_LETTERS[field][0]] = OPTION_LETTERS[field][1]
+    return config(defines, num_warps=w, num_stages=s, options=options or None)
 
 
 def config_name(cfg: Any) -> str:
@@ -96,6 +103,8 @@ def config_name(cfg: Any) -> str:
     given = cfg.options or {}
     letters = "".join(f",{letter}" for letter, (name, value) in OPTION_LETTERS.items()
                       if name in given and given[name] == value)
+    if "GROUP_SIZE" in cfg.defines:
+        letters += f",g{cfg.defines['GROUP_SIZE']}"
     return f"{cfg.defines['MB']}x{cfg.defines['NB']}x{cfg.defines['KB']}/{cfg.num_warps}/{cfg.num_stages}{letters}"
 
 
