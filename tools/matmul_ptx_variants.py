@@ -4,6 +4,12 @@ Measure-only; nothing here is a compiler feature.
 
     PYTHONPATH=<packages/*/src> python3 tools/matmul_ptx_variants.py [--sizes 4096,8192]
         [--stages 3,4] [--variants halfB,noA,nostore,nowait,cluster,multicast] [--rounds 7]
+        [--kernel tutorial|tf32nt]
+
+--kernel tf32nt edits tc_torch's matmul kernel instead, as tc_torch runs float32 A B^T with
+precision="tf32" (persistent 128x256x32, 8 warps and a producer, `--stages` 4): both operands
+K-contiguous, each loaded as one box per k-step, so its multicast variant is `multicast0`:
+rank 0 of each cluster loads B's whole box into both CTAs, rank 1 loads only its A.
 
 Timing-only variants (their results are wrong on purpose and are not checked):
   halfB    2 of the 4 panels of B not loaded (the `full` barrier expects 16 KiB less)
@@ -42,19 +48,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
-                  r"(\[%r\d+\]), \[(%rd\d+), (\{%r\d+, %r\d+\})\], (\[%r\d+\]);")
+LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
+                  r"(\[%r\d+\]), \[(%rd\d+), (\{[%r\d, ]+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group")
 TIMING_ONLY = ("halfB", "noA", "nostore", "nowait")
-CORRECT = ("cluster", "multicast", "deeper", "halves", "halvesk")
+CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
 
 
 def _maps(lines: list[str]) -> tuple[str, list[int], list[int]]:
-    """(B's map, the line numbers of A's copies, of B's copies): B is the map with most copies."""
-    loads = [(i, m.group(2)) for i, line in enumerate(lines) if (m := LOAD.match(line))]
+    """(B's map, the line numbers of A's copies, of B's copies): B is the map with most copies,
+    or of one copy each, the second (tc's operands are planned A first)."""
+    loads = [(i, m.group(3)) for i, line in enumerate(lines) if (m := LOAD.match(line))]
     names = [name for _, name in loads]
-    bmap = max(set(names), key=names.count)
+    bmap = max(dict.fromkeys(names), key=lambda n: (names.count(n), names.index(n)))
     return bmap, [i for i, n in loads if n != bmap], [i for i, n in loads if n == bmap]
 
 
@@ -79,7 +86,9 @@ def timing_variant(ptx: str, variant: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def cluster_variant(ptx: str, multicast: bool) -> str:
+def cluster_variant(ptx: str, multicast: bool | str) -> str:
+    """Clusters of 2 (see the module's doc); `multicast` True splits B's four panels between the
+    two CTAs, "rank0" has rank 0 load B's one box into both."""
     lines = ptx.splitlines()
     bmap, _, _ = _maps(lines)
     out: list[str] = []
@@ -107,15 +116,15 @@ def cluster_variant(ptx: str, multicast: bool) -> str:
             out += [cluster_barrier, line]  # no CTA leaves while its peer may still arrive
         elif m := re.match(r"shr\.u32\s+(%r\d+), %r\d+, 4;", s):
             out += [line, f"\tand.b32 {m.group(1)}, {m.group(1)}, 16383;"]  # descriptor start address
-        elif (m := LOAD.match(line)) and multicast and m.group(2) == bmap:
-            dst, tmap, coords, bar = m.groups()
-            rank = "%tcq0" if panels % 4 < 2 else "%tcq1"
+        elif (m := LOAD.match(line)) and multicast and m.group(3) == bmap:
+            dims, dst, tmap, coords, bar = m.groups()
+            rank = "%tcq0" if multicast == "rank0" or panels % 4 < 2 else "%tcq1"
             panels += 1
-            out.append(f"\t@{rank} cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            out.append(f"\t@{rank} cp.async.bulk.tensor.{dims}d.shared::cluster.global.mbarrier::complete_tx::bytes"
                        f".multicast::cluster {dst}, [{tmap}, {coords}], {bar}, %tcmask;")
         else:
             out.append(line)
-    if cta_barriers < 2 or (multicast and panels != 4):
+    if cta_barriers < 2 or (multicast and panels != (1 if multicast == "rank0" else 4)):
         raise ValueError("the kernel's PTX is not shaped as these edits expect")
     return "\n".join(out) + "\n"
 
@@ -187,6 +196,22 @@ def halves_variant(ptx: str, k_first: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def build_tf32_nt(stages: int) -> Any:
+    """tc_torch's matmul kernel as it runs float32 A B^T with precision="tf32": persistent
+    128x256x32, 8 warps and a producer warp, every argument divisible by 16."""
+    from tc_nvptx.compiler import compile as tc_compile
+    from tc_opt.options import CompileOptions
+    from tc_torch.library import source
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    options = CompileOptions(arch="sm_90a", num_warps=8, num_stages=stages, fp32_dot="tf32",
+                             persistent=True, warp_specialize=True,
+                             specialization=("divisible_by_16",) * 12)
+    defines = {"TYPE": "float", "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[True],
+               "MB": 128, "NB": 256, "KB": 32}
+    return tc_compile(source("matmul"), defines=defines, options=options)
+
+
 def edited(ck: Any, ptx: str) -> Any:
     """A copy of compiled kernel `ck` with other PTX (loaded from PTX: no cubin)."""
     keep = ("name", "num_warps", "shared_bytes", "persistent", "signature", "arg_names", "tensor_maps", "registers")
@@ -204,10 +229,15 @@ def main() -> None:
     ap.add_argument("--stages", default="3")
     ap.add_argument("--variants", default=",".join(TIMING_ONLY[:3] + CORRECT))
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
     args = ap.parse_args()
+    tf32 = args.kernel == "tf32nt"
     kernels: dict[str, tuple[Any, bool]] = {}  # name -> (launchable, checked)
     for stages in (int(s) for s in args.stages.split(",")):
-        ck = tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, stages), "persistent+store", tma_check.SPEC)
+        if tf32:
+            ck = build_tf32_nt(stages)
+        else:
+            ck = tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, stages), "persistent+store", tma_check.SPEC)
         kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
         for v in (v for v in args.variants.split(",") if v):
             try:
@@ -215,22 +245,28 @@ def main() -> None:
                     ptx = deeper_variant(ck.ptx, stages)
                 elif v in ("halves", "halvesk"):
                     ptx = halves_variant(ck.ptx, v == "halvesk")
+                elif v in ("cluster", "multicast", "multicast0"):
+                    ptx = cluster_variant(ck.ptx, "rank0" if v == "multicast0" else v == "multicast")
                 else:
-                    ptx = cluster_variant(ck.ptx, v == "multicast") if v in CORRECT else timing_variant(ck.ptx, v)
+                    ptx = timing_variant(ck.ptx, v)
                 kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, ptx)), v in CORRECT)
             except ValueError as exc:
                 print(f"s{stages} {v}: {exc}", flush=True)
     failures = 0
+    torch.backends.cuda.matmul.allow_tf32 = True  # (the tf32 kernel's peer; fp16 ignores it)
     for size in (int(x) for x in args.sizes.split(",") if x):
-        a = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        b = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        c = torch.empty(size, size, device="cuda", dtype=torch.float16)
-        ref = torch.matmul(a, b).float()
-        providers: dict[str, Callable[[], object]] = {"cuBLAS": lambda: torch.matmul(a, b)}
+        dtype = torch.float32 if tf32 else torch.float16
+        a = torch.randn(size, size, device="cuda", dtype=dtype)
+        b = torch.randn(size, size, device="cuda", dtype=dtype)  # tf32nt: B^T, row-major
+        c = torch.empty(size, size, device="cuda", dtype=dtype)
+        bb = b.t() if tf32 else b
+        ref = torch.matmul(a.double() if tf32 else a, bb.double() if tf32 else bb).float()
+        providers: dict[str, Callable[[], object]] = {"cuBLAS": lambda: torch.matmul(a, bb)}
         grid = (size // 128) * (size // 256)
+        tail = (0, 0, 0) if tf32 else ()  # (tc_torch's kernel: batch strides)
         for name, (k, checked) in kernels.items():
             def run(k: Any = k) -> None:
-                k(grid, a.data_ptr(), b.data_ptr(), c.data_ptr(), size, size, size, size, size, size)
+                k(grid, a.data_ptr(), b.data_ptr(), c.data_ptr(), size, size, size, size, size, size, *tail)
 
             c.zero_()
             run()
@@ -238,7 +274,7 @@ def main() -> None:
             if checked:
                 err = (c.float() - ref).abs().max().item()
                 print(f"{size} {name}: max error {err:.3g}", flush=True)
-                if err > 0.5:
+                if err > (1e-2 * ref.abs().max().item() if tf32 else 0.5):
                     failures += 1
                     continue
             providers[name] = run
