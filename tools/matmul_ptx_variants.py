@@ -23,6 +23,10 @@ Correct variants (checked against torch first):
   multicast  the same, and each CTA loads half of B's panels into both (.multicast::cluster)
   deeper     (4 stages) two wgmma groups in flight instead of one: more work queued on the
              tensor cores when a step's operands arrive late, the same lead for the loads
+  sleep      every mbarrier try_wait with a suspend-time hint of 10 ms (cuBLAS's kernels do so:
+             ptxas then emits NANOSLEEP.SYNCS, a warp that finds the phase incomplete sleeps
+             until it completes instead of spinning on the try_wait)
+  sleepp     the same for the producer's waits (for a free slot) alone
   halves     each m64n256k16 as two m64n128k16 (columns 0-127, then 128-255 of B's slot: two of
              its four 64-column panels further), as cuBLAS's 256x128 loop issues its products
   halvesk    the same, all K steps of the first half before those of the second
@@ -52,7 +56,7 @@ LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\
                   r"(\[%r\d+\]), \[(%rd\d+), (\{[%r\d, ]+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group")
 TIMING_ONLY = ("halfB", "noA", "nostore", "nowait")
-CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk")
+CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk", "sleep", "sleepp")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
 
 
@@ -127,6 +131,24 @@ def cluster_variant(ptx: str, multicast: bool | str) -> str:
     if cta_barriers < 2 or (multicast and panels != (1 if multicast == "rank0" else 4)):
         raise ValueError("the kernel's PTX is not shaped as these edits expect")
     return "\n".join(out) + "\n"
+
+
+TRY_WAIT = re.compile(r"(mbarrier\.try_wait\.parity\.shared::cta\.b64 \w+, \[%r\d+\], %r\d+);")
+
+
+def sleep_variant(ptx: str, producer_only: bool = False) -> str:
+    """Every try_wait with a suspend-time hint (10 ms: the warp sleeps until the phase completes
+    or the hint runs out); with `producer_only`, the waits that an expect_tx follows within 20
+    lines (the producer's, for a free slot)."""
+    lines = ptx.splitlines()
+    n = 0
+    for i, line in enumerate(lines):
+        if TRY_WAIT.search(line) and (not producer_only or any("expect_tx" in x for x in lines[i:i + 20])):
+            lines[i] = TRY_WAIT.sub(r"\1, 10000000;", line)
+            n += 1
+    if not n:
+        raise ValueError("sleep: no try_wait to edit in this kernel")
+    return "\n".join(lines) + "\n"
 
 
 def deeper_variant(ptx: str, stages: int) -> str:
@@ -245,6 +267,8 @@ def main() -> None:
                     ptx = deeper_variant(ck.ptx, stages)
                 elif v in ("halves", "halvesk"):
                     ptx = halves_variant(ck.ptx, v == "halvesk")
+                elif v in ("sleep", "sleepp"):
+                    ptx = sleep_variant(ck.ptx, v == "sleepp")
                 elif v in ("cluster", "multicast", "multicast0"):
                     ptx = cluster_variant(ck.ptx, "rank0" if v == "multicast0" else v == "multicast")
                 else:

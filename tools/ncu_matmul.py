@@ -4,6 +4,10 @@ last launch of each (measure-only helper; nothing is checked here that tma_check
 
     PYTHONPATH=<packages/*/src> ncu --clock-control none -k regex:'^dot$' --launch-skip 3 \\
         --launch-count 1 --set full -o tc python3 tools/ncu_matmul.py --size 4096 --mode tma
+
+`--kernel tf32nt`: tc_torch's float32 A B^T kernel with precision="tf32" (persistent
+128x256x32/8/4, the kernel named `matmul`; matmul_ptx_variants.build_tf32_nt) and torch.matmul
+with allow_tf32 on the same operands.
 """
 
 from __future__ import annotations
@@ -25,7 +29,11 @@ def main() -> None:
     ap.add_argument("--mode", default="tma", choices=tma_check.MODES)
     ap.add_argument("--config", default="128,256,64,8,4", help="MB,NB,KB,warps,stages")
     ap.add_argument("--launches", type=int, default=4)
+    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
     args = ap.parse_args()
+    if args.kernel == "tf32nt":
+        tf32_nt(args.size, args.launches)
+        return
     mb, nb, kb, w, s = (int(x) for x in args.config.split(","))
     size = args.size
     a = torch.randn(size, size, device="cuda", dtype=torch.float16)
@@ -40,6 +48,29 @@ def main() -> None:
     torch.cuda.synchronize()
     err = (c.float() - torch.matmul(a, b).float()).abs().max().item()
     print(f"{args.mode} {args.config} at {size}: max error {err:.3g}, {k.ck.registers} registers")
+
+
+def tf32_nt(size: int, launches: int) -> None:
+    import torch
+
+    import tma_check
+    from matmul_ptx_variants import build_tf32_nt
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    a = torch.randn(size, size, device="cuda")
+    bt = torch.randn(size, size, device="cuda")  # B^T, row-major: both operands K-contiguous
+    c = torch.empty(size, size, device="cuda")
+    k = tma_check.Launchable(build_tf32_nt(4))
+    grid = (size // 128) * (size // 256)
+    for _ in range(launches):
+        k(grid, a.data_ptr(), bt.data_ptr(), c.data_ptr(), size, size, size, size, size, size, 0, 0, 0)
+    for _ in range(launches):
+        torch.matmul(a, bt.t())
+    torch.cuda.synchronize()
+    ref = a.double() @ bt.t().double()
+    err = (c.double() - ref).abs().max().item()
+    print(f"tf32 A B^T at {size}: max error {err:.3g} (max |C| {ref.abs().max().item():.3g}), "
+          f"{k.ck.registers} registers")
 
 
 if __name__ == "__main__":
