@@ -53,11 +53,11 @@ class HostMaps:
 
     def _bad(self, pages: Array, write: bool) -> Array:
         """Which page addresses lie in no mapping that allows the access."""
+        if not len(self._starts):
+            return np.ones(pages.shape, dtype=bool)
         idx = np.searchsorted(self._starts, pages, side="right").astype(np.int64) - 1
         safe = np.maximum(idx, 0)
         allowed = self._writable if write else self._readable
-        if not len(self._starts):
-            return np.ones(pages.shape, dtype=bool)
         ok = (idx >= 0) & (pages < self._ends[safe]) & allowed[safe]
         bad: Array = ~ok
         return bad
