@@ -402,13 +402,14 @@ def test_matmul_stream_k_on_the_gpu(shape: tuple[int, int, int]) -> None:
                     assert err < 0.5 + 2e-2 * ref.abs().max().item(), (dtype, ta, tb, err)
 
 
-#: The tensor-core configurations whose tiles are not powers of two (192 columns).
+#: The tensor-core configurations whose tiles are not powers of two (192 or 160 columns).
 WIDE_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
                 if any(int(c.defines[d]) & (int(c.defines[d]) - 1) for d in ("MB", "NB"))]  # type: ignore[call-overload]
 
 
 def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgmma() -> None:
-    # 128x192 and 256x192 tiles: wgmma m64n192k16 reading TMA copies, no local-memory spills
+    # 128x192, 256x192 and 256x160 tiles: wgmma m64n192k16 (m64n160k16) reading TMA copies, no
+    # local-memory spills
     import shutil
 
     import tc_nvptx
@@ -417,7 +418,8 @@ def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgm
     from tc_torch.library import source
     from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
 
-    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {(128, 192), (256, 192)}  # type: ignore[call-overload]
+    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {  # type: ignore[call-overload]
+        (128, 192), (256, 192), (256, 160)}
     for c in WIDE_CONFIGS:
         defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[True], **c.defines}
         flags = c.options or {}
@@ -426,7 +428,7 @@ def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgm
                                  persistent=bool(flags.get("persistent")), tma_store=bool(flags.get("tma_store")),
                                  warp_specialize=bool(flags.get("warp_specialize")))
         ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
-        assert "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16" in ck.ptx
+        assert f"wgmma.mma_async.sync.aligned.m64n{c.defines['NB']}k16.f32.f16.f16" in ck.ptx
         assert "cp.async.bulk.tensor" in ck.ptx and "ld.global" not in ck.ptx
         if shutil.which("ptxas"):
             assert ck.spills == 0
