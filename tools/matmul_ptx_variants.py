@@ -15,7 +15,8 @@ Timing-only variants (their results are wrong on purpose and are not checked):
   halfB    2 of the 4 panels of B not loaded (the `full` barrier expects 16 KiB less)
   noA      A not loaded (16 KiB less)
   nostore  the epilogue's bulk copies to global memory removed
-  nowait   the two-buffer epilogue's wait for a buffer's previous copy removed (4 stages)
+  nowait   the epilogue's waits for a buffer's previous copy removed (buffers in turns; the
+           waits for all copies, `wait_group.read 0`, stay)
 Correct variants (checked against torch first):
   cluster    clusters of 2 CTAs (ranks 2c, 2c+1 take tiles of the same pid_n under the tutorial's
              group size 8): each consumer warp also arrives on the peer's `empty` mbarrier
@@ -42,6 +43,7 @@ halves and halvesk (fourteenth session): 0.994x cuBLAS -> 0.940x / 0.929x at 409
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import types
@@ -54,7 +56,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
                   r"(\[%r\d+\]), \[(%rd\d+), (\{[%r\d, ]+\})\], (\[%r\d+\]);")
-STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group")
+STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group")
 TIMING_ONLY = ("halfB", "noA", "nostore", "nowait")
 CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk", "sleep", "sleepp")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
@@ -80,7 +82,7 @@ def timing_variant(ptx: str, variant: str) -> str:
     elif variant == "nostore":
         drop = {i for i, line in enumerate(lines) if STORE.match(line)}
     elif variant == "nowait":
-        drop = {i for i, line in enumerate(lines) if "cp.async.bulk.wait_group.read 1" in line}
+        drop = {i for i, line in enumerate(lines) if re.search(r"cp\.async\.bulk\.wait_group\.read [1-9]", line)}
     else:
         raise ValueError(variant)
     if not drop:
@@ -220,14 +222,15 @@ def halves_variant(ptx: str, k_first: bool) -> str:
 
 def build_tf32_nt(stages: int) -> Any:
     """tc_torch's matmul kernel as it runs float32 A B^T with precision="tf32": persistent
-    128x256x32, 8 warps and a producer warp, every argument divisible by 16."""
+    128x256x32, 8 warps and a producer warp, a bulk-store epilogue (as the tuner's configurations
+    for this layout), every argument divisible by 16."""
     from tc_nvptx.compiler import compile as tc_compile
     from tc_opt.options import CompileOptions
     from tc_torch.library import source
     from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
 
     options = CompileOptions(arch="sm_90a", num_warps=8, num_stages=stages, fp32_dot="tf32",
-                             persistent=True, warp_specialize=True,
+                             persistent=True, warp_specialize=True, tma_store=True,
                              specialization=("divisible_by_16",) * 12)
     defines = {"TYPE": "float", "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[True],
                "MB": 128, "NB": 256, "KB": 32}
@@ -252,6 +255,9 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(TIMING_ONLY[:3] + CORRECT))
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--load", action="append", default=[], metavar="NAME=FILE",
+                    help="also time (and check) a kernel saved by --save, e.g. by another commit's compiler")
+    ap.add_argument("--save", metavar="FILE", help="save the first unedited kernel built here (JSON) and stop")
     args = ap.parse_args()
     tf32 = args.kernel == "tf32nt"
     kernels: dict[str, tuple[Any, bool]] = {}  # name -> (launchable, checked)
@@ -260,6 +266,9 @@ def main() -> None:
             ck = build_tf32_nt(stages)
         else:
             ck = tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, stages), "persistent+store", tma_check.SPEC)
+        if args.save:
+            Path(args.save).write_text(json.dumps({"meta": ck.to_json(), "ptx": ck.ptx}))
+            return
         kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
         for v in (v for v in args.variants.split(",") if v):
             try:
@@ -276,6 +285,12 @@ def main() -> None:
                 kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, ptx)), v in CORRECT)
             except ValueError as exc:
                 print(f"s{stages} {v}: {exc}", flush=True)
+    for item in args.load:
+        from tc_nvptx.compiler import CompiledKernel
+
+        name, _, file = item.partition("=")
+        saved = json.loads(Path(file).read_text())
+        kernels[name] = (tma_check.Launchable(CompiledKernel.from_json(saved["meta"], ptx=saved["ptx"])), True)
     failures = 0
     torch.backends.cuda.matmul.allow_tf32 = True  # (the tf32 kernel's peer; fp16 ignores it)
     for size in (int(x) for x in args.sizes.split(",") if x):

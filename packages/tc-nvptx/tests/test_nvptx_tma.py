@@ -259,6 +259,49 @@ CHECK: ret;
     assert four.ptx.count("cp.async.bulk.wait_group.read 1;") == 4
 
 
+#: C = A B^T in float32 on tf32 tensor cores (both operands K-contiguous: wgmma reads them as they
+#: are): a 128 x 256 float tile is eight 32-column panels of 16 KiB.
+TF32_A_BT = """
+__global__ void abt(float* A, float* B, float* C, int M, int N, int K, int lda, int ldb, int ldc) {
+    int pid_m = get_program_id(0) % ((M + 127) / 128);
+    int pid_n = get_program_id(0) / ((M + 127) / 128);
+    int rm[128] = pid_m * 128 + 0 ... 128;
+    int rn[256] = pid_n * 256 + 0 ... 256;
+    int rk[32] = 0 ... 32;
+    float* pa[128, 32] = A + (rm[:, newaxis] * lda + rk[newaxis, :]);
+    float* pb[32, 256] = B + (rn[newaxis, :] * ldb + rk[:, newaxis]);
+    float acc[128, 256] = 0;
+    for (int k = K; k > 0; k -= 32) {
+        acc += (*pa) @ (*pb);
+        pa += 32;
+        pb += 32;
+    }
+    *?(rm[:, newaxis] < M && rn[newaxis, :] < N)(C + (rm[:, newaxis] * ldc + rn[newaxis, :])) = acc;
+}
+"""
+
+
+def test_persistent_bulk_store_writes_through_as_many_buffers_as_fit() -> None:
+    """A persistent tf32 128x256x32 kernel with 3 stages (144 KiB) has room for five of its eight
+    16 KiB panel buffers: panel j waits for the copy of panel j - 5 (or of the previous tile),
+    and the leader waits for the next panel's buffer before the barrier that ends a panel's
+    writes, so each panel costs one barrier (the two-buffer scheme needs two)."""
+    k = compile(TF32_A_BT, options=CompileOptions(
+        arch="sm_90", num_warps=8, num_stages=3, specialization=ALIGNED, fp32_dot="tf32", tma_store=True,
+        warp_specialize=True, persistent=True))
+    assert 3 * 48 * 1024 + 5 * 16384 <= k.shared_bytes <= 232448
+    epilogue = k.ptx[k.ptx.index("wgmma.wait_group.sync.aligned 0;"):]
+    waits = [int(n) for n in re.findall(r"cp\.async\.bulk\.wait_group\.read (\d+);", epilogue)]
+    # before panel 0 (the previous tile's copies of panels 6 and 7 may read on), then before the
+    # barriers of panels 0..6 for the buffer of the next panel, one copy fewer issued; at the exit all
+    assert waits == [2, 1, 1, 6, 6, 3, 3, 3, 0]
+    assert epilogue.count("cp.async.bulk.commit_group;") == 8
+    copies = re.split(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta", epilogue)
+    assert len(copies) == 9 and all(c.count("bar.sync") == 1 for c in copies[1:-1])
+    if find_ptxas() is not None:
+        assert k.cubin and k.spills == 0
+
+
 @pytest.mark.parametrize("type_", ["half", "bf16"])
 @pytest.mark.parametrize("mb, nb, warps", [(256, 128, 8), (128, 128, 4)])
 def test_bulk_store_epilogues_write_with_stmatrix(mb: int, nb: int, warps: int, type_: str) -> None:

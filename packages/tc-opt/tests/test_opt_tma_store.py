@@ -14,7 +14,7 @@ from tc_opt import CompileOptions
 from tc_opt.pipeline import gpu_pipeline
 from tc_opt.shared_alloc import scratch_bytes
 from tc_opt.tma import UNBOUNDED
-from tc_opt.tma_store import panel_buffers
+from tc_opt.tma_store import panel_buffers, reads_pending
 
 KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
 TUTORIAL = (KERNELS / "matmul_tutorial.tc").read_text()
@@ -109,6 +109,35 @@ def test_persistent_store_writes_whole_tiles_where_they_fit(stages: int, buffers
     (plain,) = _ops(_gpu_ir(TUTORIAL, stages=3), O.TmaStoreOp)
     assert isinstance(plain, O.TmaStoreOp)
     assert panel_buffers(plain) == 2 and plain.buffers == 0
+
+
+def _pending_by_simulation(panels: int, buffers: int, in_loop: bool) -> list[int | None]:
+    """For each panel of the second of two iterations (the first one alone outside a loop): how
+    many copies were issued after the one that last read the panel's buffer (buffer = panel %
+    buffers, restarting at 0 every iteration), None where none read it."""
+    issued: list[int] = []  # the buffer each issued copy read, in issue order
+    out: list[int | None] = []
+    for _ in range(2 if in_loop else 1):
+        out = []
+        for j in range(panels):
+            b = j % buffers
+            readers = [i for i, x in enumerate(issued) if x == b]
+            out.append(len(issued) - 1 - readers[-1] if readers else None)
+            issued.append(b)
+    return out
+
+
+@pytest.mark.parametrize("in_loop", [False, True])
+def test_bulk_store_waits_for_exactly_the_last_reader_of_each_buffer(in_loop: bool) -> None:
+    """Each panel may leave pending every copy issued after the one that last read its buffer,
+    and no more; in a loop the last reader of a panel's buffer may be a copy of the previous
+    iteration (3 panels through 2 buffers: panel 0's buffer was read by the previous panel 2,
+    the last copy issued, so nothing may stay pending)."""
+    for panels in range(2, 10):
+        for buffers in range(2, panels):
+            want = _pending_by_simulation(panels, buffers, in_loop)
+            assert [reads_pending(j, panels, buffers, in_loop) for j in range(panels)] == want, (panels, buffers)
+    assert reads_pending(0, 3, 2, True) == 0
 
 
 ROWS_IN_A_LOOP = """

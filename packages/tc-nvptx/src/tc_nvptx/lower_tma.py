@@ -27,7 +27,7 @@ from tc_ir.ops import (
 )
 from tc_ir.types import ScalarType, TileType
 from tc_opt.shared_alloc import loops_of, runs_first_in_shared_memory
-from tc_opt.tma_store import SWIZZLE, panel_buffers, panel_by_panel
+from tc_opt.tma_store import SWIZZLE, panel_buffers, panel_by_panel, reads_pending
 
 from .context import Ctx, lowering_error
 from .layout_math import DimMap, ThreadMap
@@ -236,8 +236,9 @@ def _stmatrix(ctx: Ctx, address: ir.Value, offset: int, regs: list[ir.Value]) ->
 @lowers("tc.tma_store")
 def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     """Write the tile into swizzled panel buffers (shared memory), then one thread issues a bulk
-    tensor store per panel. With two buffers for more panels, panel j waits until the store of
-    panel j - 2 has read its buffer; the issuing thread waits for the last reads at the end.
+    tensor store per panel. With fewer buffers than panels (two, or in a loop as many as fit),
+    panel j waits until the store of panel j - buffers has read its buffer; the issuing thread
+    waits for the last reads at the end.
 
     In a loop (a persistent kernel) nothing waits at the end: before each write of a buffer the
     issuing thread waits for the copy that read it last (of this or the previous iteration), so
@@ -296,10 +297,17 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     places = ", ".join(f"${3 + d}" for d in range(rank))
     copy = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {{{places}}}], [$2];"
     etype = llvm_type(t.element)
+    # With three or more buffers in turns the leader waits for the next panel's buffer before the
+    # barrier that ends this panel's writes (its reader was issued at least two panels before),
+    # so that one barrier per panel does for both; with two it would hold back this panel's copy
+    ahead = chunked and nbuf >= 3
     for j, step in enumerate(steps):
-        if j >= nbuf or in_loop:  # the copy that read this buffer last is done reading it
+        pending = reads_pending(j, panels, nbuf, in_loop) if chunked else (0 if in_loop else None)
+        if ahead and j > 0:
+            pass  # (waited for before the previous panel's barrier)
+        elif pending is not None:  # the copy that read this buffer last is done reading it
             with b.if_then(leader):
-                _wait_for_bulk_reads(ctx, nbuf - 1 if chunked else 0)
+                _wait_for_bulk_reads(ctx, pending)
             ctx.barrier()
         elif j == 0 and not runs_first_in_shared_memory(f, ctx.alloc, op):
             ctx.barrier()  # earlier users of this shared memory are done
@@ -345,6 +353,10 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
                 b.store(vec, ptr).align = vw * eb
         # the threads' writes (generic proxy) before the copy reads them (async proxy)
         ctx.asm(ir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
+        following = reads_pending(j + 1, panels, nbuf, in_loop) if ahead and j + 1 < len(steps) else None
+        if following is not None:  # (this panel's copy is not issued yet: one group fewer)
+            with b.if_then(leader):
+                _wait_for_bulk_reads(ctx, following - 1)
         ctx.barrier()
         with b.if_then(leader):  # (the other warps jump over the copies' uniform-register loops)
             for p in step:

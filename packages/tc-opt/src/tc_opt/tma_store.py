@@ -160,17 +160,35 @@ def rewrite_stores(f: Function) -> int:
 
 
 def whole_tiles_in_loops(f: Function, limit: int) -> None:
-    """A bulk store in a loop (a persistent kernel's loop over the programs) writes its whole tile
-    at once, one buffer per panel, when that still fits `limit` bytes of shared memory: its
-    copies then read shared memory while the next iteration computes, and it waits for them only
-    before it writes the buffers again (tc_nvptx.lower_tma). With two buffers in turns it would
-    wait within every tile for the reads of the panels two before."""
+    """A bulk store in a loop (a persistent kernel's loop over the programs) writes through as
+    many panel buffers as still fit `limit` bytes of shared memory, up to one per panel (the whole
+    tile at once): its copies then read shared memory while the threads write the next panels or
+    the next iteration computes, and it waits for a copy only before it writes that copy's buffer
+    again (tc_nvptx.lower_tma, `reads_pending`). With two buffers in turns it would wait within
+    every tile for the reads of the panels two before (a 32-bit 128x256 tile has 8 panels)."""
     for op in f.walk():
         if not isinstance(op, TmaStoreOp) or not loops_of(op) or panel_buffers(op) >= panel_count(op):
             continue
-        op.buffers = panel_count(op)
-        if allocate(f).size > limit:
+        for n in range(panel_count(op), panel_buffers(op), -1):
+            op.buffers = n
+            if allocate(f).size <= limit:
+                break
+        else:
             op.buffers = 0
+
+
+def reads_pending(step: int, panels: int, buffers: int, in_loop: bool) -> int | None:
+    """How many of the issuing thread's bulk-store groups may still read shared memory when panel
+    `step` (one panel and one commit group per step, buffer step % buffers) is about to be
+    written: all but those issued up to the copy that last read its buffer. In a loop that may be
+    a copy of the previous iteration (the panels of each iteration restart at buffer 0); None
+    when no earlier copy read the buffer (a first use outside a loop)."""
+    if step >= buffers:
+        return buffers - 1
+    if not in_loop:
+        return None
+    last = max(q for q in range(panels) if q % buffers == step)  # the previous iteration's reader
+    return (panels - 1 - last) + step
 
 
 class TmaStores(Pass):
