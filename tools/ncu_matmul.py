@@ -6,7 +6,8 @@ last launch of each (measure-only helper; nothing is checked here that tma_check
         --launch-count 1 --set full -o tc python3 tools/ncu_matmul.py --size 4096 --mode tma
 
 `--kernel tf32nt`: tc_torch's float32 A B^T kernel with precision="tf32" (persistent
-128x256x32/8/4, the kernel named `matmul`; matmul_ptx_variants.build_tf32_nt) and torch.matmul
+128x256x32/8/3 with a bulk store, or the stages `--config` gives; the kernel named `matmul`;
+matmul_ptx_variants.build_tf32_nt) and torch.matmul
 with allow_tf32 on the same operands.
 """
 
@@ -19,6 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+CONFIG = "128,256,64,8,4"
+
+
 def main() -> None:
     import torch
 
@@ -27,12 +31,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--mode", default="tma", choices=tma_check.MODES)
-    ap.add_argument("--config", default="128,256,64,8,4", help="MB,NB,KB,warps,stages")
+    ap.add_argument("--config", default=CONFIG, help="MB,NB,KB,warps,stages (tf32nt: only its stages count)")
     ap.add_argument("--launches", type=int, default=4)
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
     args = ap.parse_args()
     if args.kernel == "tf32nt":
-        tf32_nt(args.size, args.launches)
+        tf32_nt(args.size, args.launches, int(args.config.split(",")[4]) if args.config != CONFIG else 3)
         return
     mb, nb, kb, w, s = (int(x) for x in args.config.split(","))
     size = args.size
@@ -50,7 +54,7 @@ def main() -> None:
     print(f"{args.mode} {args.config} at {size}: max error {err:.3g}, {k.ck.registers} registers")
 
 
-def tf32_nt(size: int, launches: int) -> None:
+def tf32_nt(size: int, launches: int, stages: int) -> None:
     import torch
 
     import tma_check
@@ -60,7 +64,7 @@ def tf32_nt(size: int, launches: int) -> None:
     a = torch.randn(size, size, device="cuda")
     bt = torch.randn(size, size, device="cuda")  # B^T, row-major: both operands K-contiguous
     c = torch.empty(size, size, device="cuda")
-    k = tma_check.Launchable(build_tf32_nt(4))
+    k = tma_check.Launchable(build_tf32_nt(stages))
     grid = (size // 128) * (size // 256)
     for _ in range(launches):
         k(grid, a.data_ptr(), bt.data_ptr(), c.data_ptr(), size, size, size, size, size, size, 0, 0, 0)
