@@ -303,9 +303,8 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     ahead = chunked and nbuf >= 3
     for j, step in enumerate(steps):
         pending = reads_pending(j, panels, nbuf, in_loop) if chunked else (0 if in_loop else None)
-        if ahead and j > 0:
-            pass  # (waited for before the previous panel's barrier)
-        elif pending is not None:  # the copy that read this buffer last is done reading it
+        if pending is not None and not (ahead and j > 0):  # (ahead: waited for before the last barrier)
+            # the copy that read this buffer last is done reading it
             with b.if_then(leader):
                 _wait_for_bulk_reads(ctx, pending)
             ctx.barrier()

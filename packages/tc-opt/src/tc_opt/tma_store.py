@@ -58,7 +58,7 @@ def panel_count(op: TmaStoreOp) -> int:
 
 def panel_buffers(op: TmaStoreOp) -> int:
     """How many panel buffers the store writes through: its `buffers` when set (by
-    `whole_tiles_in_loops`), else two (in turns) when every thread's elements of a panel are known
+    `buffers_in_loops`), else two (in turns) when every thread's elements of a panel are known
     per register (a wgmma accumulator whose warps do not split the contiguous dimension), else one
     per panel (the whole tile at once)."""
     if int(op.buffers):
@@ -159,7 +159,7 @@ def rewrite_stores(f: Function) -> int:
     return done
 
 
-def whole_tiles_in_loops(f: Function, limit: int) -> None:
+def buffers_in_loops(f: Function, limit: int) -> None:
     """A bulk store in a loop (a persistent kernel's loop over the programs) writes through as
     many panel buffers as still fit `limit` bytes of shared memory, up to one per panel (the whole
     tile at once): its copies then read shared memory while the threads write the next panels or
@@ -202,4 +202,4 @@ class TmaStores(Pass):
             return
         for f in module.functions:
             if rewrite_stores(f):
-                whole_tiles_in_loops(f, max_shared_bytes(o.arch))
+                buffers_in_loops(f, max_shared_bytes(o.arch))
