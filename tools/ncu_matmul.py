@@ -20,9 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-CONFIG = "128,256,64,8,4"
-
-
 def main() -> None:
     import torch
 
@@ -31,14 +28,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--mode", default="tma", choices=tma_check.MODES)
-    ap.add_argument("--config", default=CONFIG, help="MB,NB,KB,warps,stages (tf32nt: only its stages count)")
+    ap.add_argument("--config", help="MB,NB,KB,warps,stages (default 128,256,64,8,4; tf32nt: only its stages "
+                    "count, 3 by default)")
     ap.add_argument("--launches", type=int, default=4)
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
     args = ap.parse_args()
     if args.kernel == "tf32nt":
-        tf32_nt(args.size, args.launches, int(args.config.split(",")[4]) if args.config != CONFIG else 3)
+        tf32_nt(args.size, args.launches, int(args.config.split(",")[4]) if args.config else 3)
         return
-    mb, nb, kb, w, s = (int(x) for x in args.config.split(","))
+    config = args.config or "128,256,64,8,4"
+    mb, nb, kb, w, s = (int(x) for x in config.split(","))
     size = args.size
     a = torch.randn(size, size, device="cuda", dtype=torch.float16)
     b = torch.randn(size, size, device="cuda", dtype=torch.float16)
@@ -51,7 +50,7 @@ def main() -> None:
         torch.matmul(a, b)
     torch.cuda.synchronize()
     err = (c.float() - torch.matmul(a, b).float()).abs().max().item()
-    print(f"{args.mode} {args.config} at {size}: max error {err:.3g}, {k.ck.registers} registers")
+    print(f"{args.mode} {config} at {size}: max error {err:.3g}, {k.ck.registers} registers")
 
 
 def tf32_nt(size: int, launches: int, stages: int) -> None:
