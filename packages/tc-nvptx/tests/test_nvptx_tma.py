@@ -349,6 +349,32 @@ def test_ptxas_keeps_the_wgmma_pipelined(stages: int, warps: int, nb: int, sched
     assert not re.search(r"\(C75\d\d\)", k.asm["ptxas"]), k.asm["ptxas"]
 
 
+@pytest.mark.parametrize("stages", [3, 4])
+def test_persistent_epilogue_keeps_work_off_the_path_between_programs(stages: int) -> None:
+    """Between a program's last wgmma and the next program's first, the tensor cores idle: the
+    persistent kernel's accumulator starts as zeros written by one asm statement (its 128
+    registers once, not once for each way into the loop over K), its final wait zeroes nothing
+    (a loop of no iteration leaves those zeros), and the grouped order's divisions that the bulk
+    stores' coordinates come from are computed again just before that wait, not in the elected
+    thread's branch after the tile's stores to shared memory (H100, 4096^3: 3.4% -> 1.9% more
+    cycles than cuBLAS with 3 stages)."""
+    k = _compile(stages, tma_store=True, warp_specialize=True, persistent=True)
+    assert "selp.f32" not in k.ptx
+    zeros = [ln for ln in k.ptx.splitlines() if "0f00000000" in ln]
+    assert len(zeros) == 1 and len(re.findall(r"mov\.b32 %r\d+, 0f00000000;", zeros[0])) == 128, zeros
+    filecheck(k.ptx, """
+CHECK: wgmma.mma_async
+CHECK: mov.b32 %r{{[0-9]+}}, %r{{[0-9]+}};
+CHECK: div.s32
+CHECK: mov.b32 %r{{[0-9]+}}, %r{{[0-9]+}};
+CHECK: wgmma.wait_group.sync.aligned 0;
+CHECK-NOT: {{div|rem}}.s32
+CHECK: stmatrix
+CHECK-NOT: {{div|rem}}.s32
+CHECK: cp.async.bulk.tensor.2d.global.shared::cta
+""")
+
+
 @needs_ptxas
 def test_first_wgmma_does_not_read_the_zero_started_accumulator() -> None:
     """The first batch's scale-d comes from the loop (iv != lb), the later batches accumulate (1);

@@ -57,8 +57,7 @@ CHECK: tc.dot {{.*}}asynchronous = true
 CHECK: tc.yield
 CHECK-NEXT: })
 CHECK-NEXT: tc.mbarrier_inval %[[BARS]]
-CHECK-NEXT: tc.cmp
-CHECK-NEXT: tc.dot_wait
+CHECK-NEXT: tc.dot_wait %{{[0-9]+}} :
 CHECK: tc.store
 CHECK-NEXT: tc.yield
 CHECK-NEXT: })

@@ -3,11 +3,14 @@ expand_dims, one-element reshapes)."""
 
 from __future__ import annotations
 
+import struct
+
 import llvmlite.ir as ir
 from tc_ir.ops import (
     BroadcastOp,
     ConstantOp,
     ExpandDimsOp,
+    ForOp,
     GridDimOp,
     MakeRangeOp,
     NumProgramsOp,
@@ -17,9 +20,11 @@ from tc_ir.ops import (
     SplatOp,
     UndefOp,
 )
-from tc_ir.types import TileType, element_of
+from tc_ir.layouts import Mma
+from tc_ir.types import F32, TileType, element_of
 
 from .context import Ctx, TileVal, lowering_error
+from .llvm_types import F32 as F32_LL
 from .llvm_types import I32, constant, llvm_type
 from .lower_tma import return_from_kernel
 from .lowerings import lowers
@@ -31,7 +36,34 @@ _AXES = "xyz"
 def lower_constant(ctx: Ctx, op: ConstantOp) -> None:
     t = op.result.type
     c = constant(element_of(t), op.value)
+    if isinstance(t, TileType) and _starts_a_wgmma_loop(op):
+        ctx.values[op.result] = _registers_of(ctx, t, c)
+        return
     ctx.values[op.result] = ctx.splat_tile(t, c) if isinstance(t, TileType) else c
+
+
+def _starts_a_wgmma_loop(op: ConstantOp) -> bool:
+    """Whether `op` is a float wgmma accumulator tile that a loop of its block starts with."""
+    t = op.result.type
+    if not (isinstance(t, TileType) and isinstance(t.layout, Mma) and t.layout.version == 3 and t.element == F32):
+        return False
+    block = op.parent
+    return block is not None and any(isinstance(o, ForOp) and op.result in o.operands[3:] for o in block.ops)
+
+
+def _registers_of(ctx: Ctx, t: TileType, c: ir.Constant) -> TileVal:
+    """A wgmma accumulator's constant start, written by one asm statement: as LLVM constants, a
+    loop's start that a branch around the loop also carries (a persistent kernel's accumulator:
+    zeros when the loop runs no iteration) was materialized on both edges, and ptxas zeroed the
+    128 registers twice at every program's start (fp16 128x256 over 8 warps). Registers the
+    statement wrote are one value that both phis take. Side effects keep it where it is: hoisted
+    out of the loop over the programs, it would hold 128 more registers through the kernel."""
+    m = ctx.map_of(t)
+    keys = list(m.keys)
+    bits = f"0f{struct.unpack('<I', struct.pack('<f', float(c.constant)))[0]:08X}"
+    text = " ".join(f"mov.b32 ${i}, {bits};" for i in range(len(keys)))
+    r = ctx.asm(ir.LiteralStructType([F32_LL] * len(keys)), text, ",".join(["=f"] * len(keys)), [], side_effect=True)
+    return TileVal(m, {k: ctx.b.extract_value(r, i) for i, k in enumerate(keys)}, t.element)
 
 
 @lowers("tc.undef")

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 import llvmlite.ir as ir
 from tc_ir.layouts import Mma
-from tc_ir.ops import DotOp, DotWaitOp, OpResult
-from tc_ir.types import ScalarType
+from tc_ir.ops import BinaryOp, ConstantOp, DotOp, DotWaitOp, Operation, OpResult, SelectOp, TmaStoreOp, Value
+from tc_ir.types import ScalarType, TileType
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.k_major_operands import reads_a_from_registers
 
@@ -284,6 +284,74 @@ def wait_for_wgmma(ctx: Ctx, tile: TileVal, pending: int, valid: ir.Value | None
     return TileVal(tile.map, dict(zip(keys, done)), tile.element)
 
 
+def _pin_store_coordinates(ctx: Ctx, wait: DotWaitOp) -> None:
+    """Compute the scalars that the bulk stores after `wait` take their coordinates from (a
+    grouped tile order's divisions) again just before it, while the last wgmma still runs.
+
+    Why: only the epilogue's elected thread uses them, so LLVM sank their computation into its
+    branch after the tile's stores to shared memory, and its warp reached the next program's first
+    wgmma some 90 instructions (two integer divisions) after the rest of its warpgroup, the tensor
+    cores idle meanwhile; left where the program computes them, every warp would compute them
+    before its first wgmma instead. So the values they start from (the block's arguments, such as a
+    persistent kernel's program index, and the results of ops other than pure scalar arithmetic)
+    pass through an asm statement with side effects here, the block's i32 arithmetic from there
+    to the coordinates is lowered again after it, and its results pass through another before the
+    wait's asm (LLVM moves none of them past another such statement)."""
+    from .lowerings import LOWERINGS
+
+    block = wait.parent
+    if block is None:
+        return
+    at = block.ops.index(wait)
+    defs: dict[Value, Operation] = {r: o for o in block.ops[:at] for r in o.results}
+    later: dict[Value, Operation] = {r: o for o in block.ops[at + 1:] for r in o.results}
+    frontier: list[Value] = []  # computed before the wait, read by the coordinates' ops after it
+    todo = [v for o in block.ops[at + 1:] if isinstance(o, TmaStoreOp) for v in o.operands[1:]]
+    while todo:
+        v = todo.pop()
+        if v in later:
+            if _is_arithmetic(later[v]):
+                todo.extend(later[v].operands)
+        elif (v in defs or v in block.args) and v not in frontier and _is_i32(v):
+            frontier.append(v)
+    chain: set[Operation] = set()  # the arithmetic computing the frontier from the leaves
+    leaves: set[Value] = set()
+    todo = list(frontier)
+    while todo:
+        v = todo.pop()
+        op = defs.get(v)
+        if op is not None and _is_arithmetic(op):
+            if op not in chain:
+                chain.add(op)
+                todo.extend(op.operands)
+        elif (v in block.args or (op is not None and not isinstance(op, ConstantOp))) and _is_i32(v):
+            leaves.add(v)
+    if not leaves:
+        return
+    for v in leaves:
+        ctx.values[v] = _opaque(ctx, ctx.values[v])
+    for op in block.ops[:at]:
+        if op in chain:
+            LOWERINGS[op.NAME](ctx, op)
+    for v in frontier:
+        ctx.values[v] = _opaque(ctx, ctx.values[v])
+
+
+def _is_i32(v: Value) -> bool:
+    return isinstance(v.type, ScalarType) and v.type.name == "i32"
+
+
+def _is_arithmetic(op: Operation) -> bool:
+    """Pure i32 arithmetic, which lowering again only computes again."""
+    return isinstance(op, (BinaryOp, SelectOp)) and all(_is_i32(r) for r in op.results)
+
+
+def _opaque(ctx: Ctx, v: ir.Value) -> ir.Value:
+    """`v` through an asm statement with side effects: computed before it, and the result known
+    to LLVM only as a register."""
+    return ctx.asm(I32, "mov.b32 $0, $1;", "=r,r", [v], side_effect=True)
+
+
 @lowers("tc.dot_wait")
 def lower_dot_wait(ctx: Ctx, op: DotWaitOp) -> None:
     src = ctx.tile(op.operands[0])
@@ -292,6 +360,8 @@ def lower_dot_wait(ctx: Ctx, op: DotWaitOp) -> None:
         raise lowering_error(f"internal error: dot_wait of a {lay} tile (only wgmma results wait)", op.loc)
     valid = ctx.values[op.operands[1]] if len(op.operands) > 1 else None
     pending = int(op.pending)
+    if pending == 0:
+        _pin_store_coordinates(ctx, op)
     dot = op.operands[0]
     if pending and isinstance(dot, OpResult) and isinstance(dot.op, DotOp) and reads_a_from_registers(dot.op):
         pending *= register_a_groups(dot.op)  # (a dot of several commit groups: whole dots pending)

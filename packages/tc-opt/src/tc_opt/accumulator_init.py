@@ -8,7 +8,9 @@ path that skips a loop of no iterations); ptxas then serializes every wgmma (adv
 C7515), which cost the bulk-store kernels 10-20% on an H100 (4096^3: 0.83 -> 0.99x cuBLAS for
 the persistent one). A loop that ran no iteration gets its zeros from the final dot_wait (its
 `valid` operand, `lb < ub`), zeroed in the wait's own asm statement. Inside an enclosing loop
-(a persistent kernel's loop over the programs) the zeros stay: see `start_undefined`.
+(a persistent kernel's loop over the programs) the zeros stay (see `start_undefined`), and with
+them the wait needs no `valid`: 128 selp a thread at every program's end (fp16 128x256 over 8
+warps), on the path from the last wgmma to the epilogue's stores while the tensor cores idle.
 """
 
 from __future__ import annotations
@@ -60,9 +62,9 @@ def zero_started_dot(loop: ForOp, index: int) -> tuple[DotOp, DotWaitOp] | None:
 
 
 def start_undefined(loop: ForOp, index: int, dot: DotOp, wait: DotWaitOp) -> None:
-    """Rewrite `loop` in place so that iter arg `index` starts undefined (outside other loops),
-    `dot` reads it only after the first iteration (iv != lb) and `wait` gives zeros when none ran
-    (lb >= ub). Both flags come from the bounds, not from a carried i1: LLVM would peel the first
+    """Rewrite `loop` in place so that iter arg `index` starts undefined (outside other loops;
+    inside one it stays zero), `dot` reads it only after the first iteration (iv != lb) and, where
+    it starts undefined, `wait` gives zeros when none ran (lb >= ub). Both flags come from the bounds, not from a carried i1: LLVM would peel the first
     iteration off to make such a phi constant, and ptxas serializes wgmma on that divergent path
     (C7520)."""
     parent = loop.parent
@@ -74,13 +76,15 @@ def start_undefined(loop: ForOp, index: int, dot: DotOp, wait: DotWaitOp) -> Non
     # iteration live around it, since ptxas cannot see that the first wgmma does not read them: a
     # persistent kernel spilled; there the zeros stay, which ptxas accepts once the wgmma does not
     # read them)
-    if not loops_of(loop):
+    undefined = not loops_of(loop)
+    if undefined:
         undef = parent.insert(at, UndefOp.create([], [loop.inits[index].type]))
         loop.operands = [*loop.operands[:3 + index], undef.result, *loop.operands[4 + index:]]
     later = body.insert(body.ops.index(dot), CmpOp.create([body.args[0], lb], [I1], {"predicate": "ne"}))
     dot.operands = [*dot.operands, later.result]
-    ran = parent.insert(parent.ops.index(wait), CmpOp.create([lb, ub], [I1], {"predicate": "slt"}))
-    wait.operands = [*wait.operands, ran.result]
+    if undefined:
+        ran = parent.insert(parent.ops.index(wait), CmpOp.create([lb, ub], [I1], {"predicate": "slt"}))
+        wait.operands = [*wait.operands, ran.result]
 
 
 class AccumulatorInit(Pass):

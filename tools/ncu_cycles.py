@@ -1,0 +1,126 @@
+"""Compare compiled matmul kernels by the cycles Nsight Compute counts for each launch, a figure
+that the GPU's clock and power state move far less than wall time (measure-only helper).
+
+    PYTHONPATH=<packages/*/src> python3 tools/ncu_cycles.py [--size 4096] [--launches 7]
+        [--kernel tutorial|tf32nt] NAME=FILE ...
+
+Each FILE is a kernel saved by `matmul_ptx_variants.py --save` (e.g. by another commit's
+compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4). The kernels and
+torch.matmul (cuBLAS; allow_tf32 for tf32nt) run in turns, `--launches` times each, under
+`ncu --clock-control none --metrics gpc__cycles_elapsed.max` (one replay pass a launch, only
+inside the profiler range around the turns); printed last: the median and spread of each one's
+cycles, and its speed relative to the first one's median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+METRIC = "gpc__cycles_elapsed.max"
+
+
+def _kernels(args: argparse.Namespace) -> dict[str, Any]:
+    import tma_check
+    from matmul_ptx_variants import build_tf32_nt
+    from tc_nvptx.compiler import CompiledKernel
+
+    out: dict[str, Any] = {}
+    for s in (int(x) for x in args.stages.split(",") if x):
+        ck = (build_tf32_nt(s) if args.kernel == "tf32nt" else
+              tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, s), "persistent+store", tma_check.SPEC))
+        out[f"s{s}"] = tma_check.Launchable(ck)
+    for item in args.saved:
+        name, _, file = item.partition("=")
+        saved = json.loads(Path(file).read_text())
+        out[name] = tma_check.Launchable(CompiledKernel.from_json(saved["meta"], ptx=saved["ptx"]))
+    return out
+
+
+def child(args: argparse.Namespace) -> None:
+    """The profiled process: every kernel in turns; prints the order of the launches."""
+    import torch
+
+    kernels = _kernels(args)
+    size, tf32 = args.size, args.kernel == "tf32nt"
+    dtype = torch.float32 if tf32 else torch.float16
+    a = torch.randn(size, size, device="cuda", dtype=dtype)
+    b = torch.randn(size, size, device="cuda", dtype=dtype)
+    c = torch.empty(size, size, device="cuda", dtype=dtype)
+    tail = (0, 0, 0) if tf32 else ()
+    grid = (size // 128) * (size // 256)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    bb = b.t() if tf32 else b  # (tf32nt: b is B^T, row-major)
+
+    def launcher(k: Any) -> Callable[[], object]:
+        return lambda: k(grid, a.data_ptr(), b.data_ptr(), c.data_ptr(), size, size, size, size, size, size, *tail)
+
+    runs = {name: launcher(k) for name, k in kernels.items()}
+    runs["cuBLAS"] = lambda: torch.matmul(a, bb)
+    for run in runs.values():  # (warm: cuBLAS's heuristics, modules loaded)
+        run()
+    torch.cuda.synchronize()
+    order: list[str] = []
+    torch.cuda.profiler.start()  # type: ignore[no-untyped-call]
+    for _ in range(args.launches):
+        for name, run in runs.items():
+            run()
+            order.append(name)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()  # type: ignore[no-untyped-call]
+    print("ORDER " + json.dumps(order), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--launches", type=int, default=7)
+    ap.add_argument("--stages", default="")
+    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("saved", nargs="*", metavar="NAME=FILE")
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    cmd = ["ncu", "--clock-control", "none", "--profile-from-start", "off", "--metrics", METRIC, "--csv",
+           sys.executable, __file__, "--child", *sys.argv[1:]]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+    order_line = next((ln for ln in run.stdout.splitlines() if ln.startswith("ORDER ")), None)
+    if run.returncode != 0 or order_line is None:
+        print(run.stdout[-3000:], run.stderr[-3000:])
+        sys.exit(1)
+    order = json.loads(order_line[6:])
+    rows = [r for r in csv.DictReader(io.StringIO("\n".join(ln for ln in run.stdout.splitlines()
+                                                             if ln.startswith('"'))))
+            if r.get("Metric Name") == METRIC]
+    if len(rows) != len(order):
+        print(f"{len(rows)} profiled launches for {len(order)} made")
+        sys.exit(1)
+    cycles: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
+    for n, r in zip(order, rows):
+        cycles.setdefault(n, []).append(float(r["Metric Value"].replace(",", "")))
+        names.setdefault(n, r.get("Kernel Name", "?")[:60])
+    first = statistics.median(next(iter(cycles.values())))
+    print(f"{args.kernel} {args.size}^3, {METRIC} over {args.launches} launches each:")
+    for n, cs in cycles.items():
+        med = statistics.median(cs)
+        print(f"  {n:>10}: median {med:,.0f} (min {min(cs):,.0f}, max {max(cs):,.0f}), {first / med:.4f}x the "
+              f"first's speed  [{names[n]}]")
+
+
+if __name__ == "__main__":
+    main()
