@@ -2,7 +2,7 @@
 that the GPU's clock and power state move far less than wall time (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/ncu_cycles.py [--size 4096] [--launches 7]
-        [--kernel tutorial|tf32nt] NAME=FILE ...
+        [--kernel tutorial|tf32nt] [--dtype half|bf16] [--stages 3,4] NAME=FILE ...
 
 Each FILE is a kernel saved by `matmul_ptx_variants.py --save` (e.g. by another commit's
 compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4). The kernels and
@@ -40,7 +40,7 @@ def _kernels(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for s in (int(x) for x in args.stages.split(",") if x):
         ck = (build_tf32_nt(s) if args.kernel == "tf32nt" else
-              tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, s), "persistent+store", tma_check.SPEC))
+              tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, s), "persistent+store", tma_check.SPEC, args.dtype))
         out[f"s{s}"] = tma_check.Launchable(ck)
     for item in args.saved:
         name, _, file = item.partition("=")
@@ -55,7 +55,7 @@ def child(args: argparse.Namespace) -> None:
 
     kernels = _kernels(args)
     size, tf32 = args.size, args.kernel == "tf32nt"
-    dtype = torch.float32 if tf32 else torch.float16
+    dtype = torch.float32 if tf32 else torch.bfloat16 if args.dtype == "bf16" else torch.float16
     a = torch.randn(size, size, device="cuda", dtype=dtype)
     b = torch.randn(size, size, device="cuda", dtype=dtype)
     c = torch.empty(size, size, device="cuda", dtype=dtype)
@@ -89,6 +89,7 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=7)
     ap.add_argument("--stages", default="")
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--dtype", default="half", choices=("half", "bf16"), help="the tutorial kernel's element type")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("saved", nargs="*", metavar="NAME=FILE")
     args = ap.parse_args()
@@ -115,7 +116,7 @@ def main() -> None:
         cycles.setdefault(n, []).append(float(r["Metric Value"].replace(",", "")))
         names.setdefault(n, r.get("Kernel Name", "?")[:60])
     first = statistics.median(next(iter(cycles.values())))
-    print(f"{args.kernel} {args.size}^3, {METRIC} over {args.launches} launches each:")
+    print(f"{args.kernel} {args.dtype if args.kernel == 'tutorial' else ''} {args.size}^3, {METRIC} over {args.launches} launches each:")
     for n, cs in cycles.items():
         med = statistics.median(cs)
         print(f"  {n:>10}: median {med:,.0f} (min {min(cs):,.0f}, max {max(cs):,.0f}), {first / med:.4f}x the "

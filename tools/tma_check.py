@@ -40,7 +40,7 @@ MODES = ("cp.async", "tma", "tma+ws", "persistent", "tma+p", "tma+store", "ws+st
          "tma+p+store")
 
 
-def build(src: str, cfg: tuple[int, int, int, int, int], mode: str, spec: list[str | None]) -> Any:
+def build(src: str, cfg: tuple[int, int, int, int, int], mode: str, spec: list[str | None], type_: str = "half") -> Any:
     from tc_nvptx.compiler import compile as tc_compile
     from tc_opt.options import CompileOptions
 
@@ -48,7 +48,7 @@ def build(src: str, cfg: tuple[int, int, int, int, int], mode: str, spec: list[s
     options = CompileOptions(arch="sm_90", num_warps=w, num_stages=s, specialization=spec,
                              tma=mode != "cp.async", warp_specialize=mode.startswith(("tma+ws", "persistent", "ws")),
                              persistent=mode.startswith(("persistent", "tma+p")), tma_store=mode.endswith("+store"))
-    return tc_compile(src, defines={"TYPE": "half", "MB": mb, "NB": nb, "KB": kb}, options=options)
+    return tc_compile(src, defines={"TYPE": type_, "MB": mb, "NB": nb, "KB": kb}, options=options)
 
 
 class Launchable:
