@@ -17,6 +17,10 @@ Timing-only variants (their results are wrong on purpose and are not checked):
   nostore  the epilogue's bulk copies to global memory removed
   nowait   the epilogue's waits for a buffer's previous copy removed (buffers in turns; the
            waits for all copies, `wait_group.read 0`, stay)
+  nowait0  every wait for the copies' reads removed but the one before the kernel's exit
+  storeef  the bulk copies with an L2 evict-first cache policy (correct, but timed only here)
+  skipstore  the bulk copies skipped at run time by a predicate ptxas cannot fold (the code that
+           computes their coordinates and the waits stay: against nostore, what the copies cost)
 Correct variants (checked against torch first):
   cluster    clusters of 2 CTAs (ranks 2c, 2c+1 take tiles of the same pid_n under the tutorial's
              group size 8): each consumer warp also arrives on the peer's `empty` mbarrier
@@ -57,7 +61,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
                   r"(\[%r\d+\]), \[(%rd\d+), (\{[%r\d, ]+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group")
-TIMING_ONLY = ("halfB", "noA", "nostore", "nowait")
+TIMING_ONLY = ("halfB", "noA", "nostore", "nowait", "nowait0", "skipstore", "storeef")
 CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk", "sleep", "sleepp")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
 
@@ -83,12 +87,56 @@ def timing_variant(ptx: str, variant: str) -> str:
         drop = {i for i, line in enumerate(lines) if STORE.match(line)}
     elif variant == "nowait":
         drop = {i for i, line in enumerate(lines) if re.search(r"cp\.async\.bulk\.wait_group\.read [1-9]", line)}
+    elif variant == "nowait0":
+        waits = [i for i, line in enumerate(lines) if "cp.async.bulk.wait_group.read" in line]
+        drop = set(waits[:-1])  # (the last: thread 0's wait before the kernel's exit)
+    elif variant == "skipstore":
+        return skipped_store_variant(lines)
+    elif variant == "storeef":
+        return evict_first_variant(lines)
     else:
         raise ValueError(variant)
     if not drop:
         raise ValueError(f"{variant}: nothing to edit in this kernel")
     out = [line.replace(str(STEP_BYTES), str(STEP_BYTES - less)) if less and "expect_tx" in line else line
            for i, line in enumerate(lines) if i not in drop]
+    return "\n".join(out) + "\n"
+
+
+def _with_prologue(lines: list[str], decls: list[str], code: list[str]) -> list[str]:
+    """`lines` with register declarations `decls` and instructions `code` after the kernel's own
+    declarations."""
+    out = list(lines)
+    regs_end = max(i for i, line in enumerate(out) if line.strip().startswith(".reg"))
+    out[regs_end + 1:regs_end + 1] = [f"\t{x}" for x in (*decls, *code)]
+    return out
+
+
+def skipped_store_variant(lines: list[str]) -> str:
+    """The bulk copies to global memory predicated on a condition false at run time that ptxas
+    cannot know (%nctaid.z > 1000): the code that computes their coordinates stays."""
+    stores = [i for i, line in enumerate(lines) if STORE.match(line)]
+    if not stores:
+        raise ValueError("skipstore: nothing to edit in this kernel")
+    out = list(lines)
+    for i in stores:
+        out[i] = re.sub(r"@%p\d+", "@%ptc_never", out[i], count=1)
+    out = _with_prologue(out, [".reg .pred %ptc_never;", ".reg .b32 %rtc_never;"],
+                         ["mov.u32 %rtc_never, %nctaid.z;", "setp.gt.u32 %ptc_never, %rtc_never, 1000;"])
+    return "\n".join(out) + "\n"
+
+
+def evict_first_variant(lines: list[str]) -> str:
+    """The bulk copies to global memory with an L2 evict-first policy (the output is not read
+    again, the operands are)."""
+    stores = [i for i, line in enumerate(lines) if STORE.match(line)]
+    if not stores:
+        raise ValueError("storeef: nothing to edit in this kernel")
+    out = list(lines)
+    for i in stores:
+        line = out[i].replace(".bulk_group ", ".bulk_group.L2::cache_hint ", 1)
+        out[i] = line[:line.rindex(";")] + ", %rdtc_policy;"
+    out = _with_prologue(out, [".reg .b64 %rdtc_policy;"], ["createpolicy.fractional.L2::evict_first.b64 %rdtc_policy, 1.0;"])
     return "\n".join(out) + "\n"
 
 
@@ -220,6 +268,20 @@ def halves_variant(ptx: str, k_first: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def variant_ptx(ptx: str, variant: str, stages: int) -> str:
+    """The PTX of `variant` (see the module's doc) of a kernel with `stages` stages; ValueError
+    where the edit does not apply."""
+    if variant == "deeper":
+        return deeper_variant(ptx, stages)
+    if variant in ("halves", "halvesk"):
+        return halves_variant(ptx, variant == "halvesk")
+    if variant in ("sleep", "sleepp"):
+        return sleep_variant(ptx, variant == "sleepp")
+    if variant in ("cluster", "multicast", "multicast0"):
+        return cluster_variant(ptx, "rank0" if variant == "multicast0" else variant == "multicast")
+    return timing_variant(ptx, variant)
+
+
 def build_tf32_nt(stages: int) -> Any:
     """tc_torch's matmul kernel as it runs float32 A B^T with precision="tf32": persistent
     128x256x32, 8 warps and a producer warp, a bulk-store epilogue (as the tuner's configurations
@@ -272,17 +334,7 @@ def main() -> None:
         kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
         for v in (v for v in args.variants.split(",") if v):
             try:
-                if v == "deeper":
-                    ptx = deeper_variant(ck.ptx, stages)
-                elif v in ("halves", "halvesk"):
-                    ptx = halves_variant(ck.ptx, v == "halvesk")
-                elif v in ("sleep", "sleepp"):
-                    ptx = sleep_variant(ck.ptx, v == "sleepp")
-                elif v in ("cluster", "multicast", "multicast0"):
-                    ptx = cluster_variant(ck.ptx, "rank0" if v == "multicast0" else v == "multicast")
-                else:
-                    ptx = timing_variant(ck.ptx, v)
-                kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, ptx)), v in CORRECT)
+                kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, variant_ptx(ck.ptx, v, stages))), v in CORRECT)
             except ValueError as exc:
                 print(f"s{stages} {v}: {exc}", flush=True)
     for item in args.load:

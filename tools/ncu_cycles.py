@@ -2,10 +2,12 @@
 that the GPU's clock and power state move far less than wall time (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/ncu_cycles.py [--size 4096] [--launches 7]
-        [--kernel tutorial|tf32nt] [--dtype half|bf16] [--stages 3,4] NAME=FILE ...
+        [--kernel tutorial|tf32nt] [--dtype half|bf16] [--tile 128,256,64] [--stages 3,4] [--variants V,...]
+        NAME=FILE ...
 
 Each FILE is a kernel saved by `matmul_ptx_variants.py --save` (e.g. by another commit's
-compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4). The kernels and
+compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4), and `--variants` the
+edits of them that matmul_ptx_variants makes (their results are not checked here). The kernels and
 torch.matmul (cuBLAS; allow_tf32 for tf32nt) run in turns, `--launches` times each, under
 `ncu --clock-control none --metrics gpc__cycles_elapsed.max` (one replay pass a launch, only
 inside the profiler range around the turns); printed last: the median and spread of each one's
@@ -34,14 +36,17 @@ METRIC = "gpc__cycles_elapsed.max"
 
 def _kernels(args: argparse.Namespace) -> dict[str, Any]:
     import tma_check
-    from matmul_ptx_variants import build_tf32_nt
+    from matmul_ptx_variants import build_tf32_nt, edited, variant_ptx
     from tc_nvptx.compiler import CompiledKernel
 
     out: dict[str, Any] = {}
+    mb, nb, kb = (int(x) for x in args.tile.split(","))
     for s in (int(x) for x in args.stages.split(",") if x):
         ck = (build_tf32_nt(s) if args.kernel == "tf32nt" else
-              tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, s), "persistent+store", tma_check.SPEC, args.dtype))
+              tma_check.build(tma_check.TUTORIAL, (mb, nb, kb, 8, s), "persistent+store", tma_check.SPEC, args.dtype))
         out[f"s{s}"] = tma_check.Launchable(ck)
+        for v in (v for v in args.variants.split(",") if v):
+            out[f"s{s} {v}"] = tma_check.Launchable(edited(ck, variant_ptx(ck.ptx, v, s)))
     for item in args.saved:
         name, _, file = item.partition("=")
         saved = json.loads(Path(file).read_text())
@@ -60,7 +65,8 @@ def child(args: argparse.Namespace) -> None:
     b = torch.randn(size, size, device="cuda", dtype=dtype)
     c = torch.empty(size, size, device="cuda", dtype=dtype)
     tail = (0, 0, 0) if tf32 else ()
-    grid = (size // 128) * (size // 256)
+    mb, nb, _ = (int(x) for x in args.tile.split(","))
+    grid = -(-size // mb) * -(-size // nb)
     torch.backends.cuda.matmul.allow_tf32 = True
     bb = b.t() if tf32 else b  # (tf32nt: b is B^T, row-major)
 
@@ -88,8 +94,11 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--launches", type=int, default=7)
     ap.add_argument("--stages", default="")
+    ap.add_argument("--variants", default="", help="matmul_ptx_variants' edits of each --stages kernel (not checked)")
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--tile", default="128,256,64", help="the tutorial kernel's MB,NB,KB (8 warps)")
     ap.add_argument("--dtype", default="half", choices=("half", "bf16"), help="the tutorial kernel's element type")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds the profiled process may take")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("saved", nargs="*", metavar="NAME=FILE")
     args = ap.parse_args()
@@ -98,7 +107,12 @@ def main() -> None:
         return
     cmd = ["ncu", "--clock-control", "none", "--profile-from-start", "off", "--metrics", METRIC, "--csv",
            sys.executable, __file__, "--child", *sys.argv[1:]]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, timeout=args.timeout)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        print(f"ncu did not finish in {args.timeout} s (a kernel that hangs?); its output so far:\n{out[-3000:]}")
+        sys.exit(1)
     order_line = next((ln for ln in run.stdout.splitlines() if ln.startswith("ORDER ")), None)
     if run.returncode != 0 or order_line is None:
         print(run.stdout[-3000:], run.stderr[-3000:])

@@ -39,12 +39,14 @@ def test_specialized_matmuls_match_torch(mode: str, cfg: tuple[int, int, int, in
 
 
 @pytest.mark.parametrize("mode", ["tma+store", "ws+store", "persistent+store", "tma+p+store"])
-@pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 4), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3)],
+@pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 4), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3),
+                                 (128, 256, 32, 8, 7)],
                          ids=lambda c: "x".join(map(str, c)))
 def test_tma_store_epilogues_match_torch(mode: str, cfg: tuple[int, int, int, int, int]) -> None:
     """At the masked kernel's odd sizes the map's extents must clip the bulk stores: C lies inside
     a larger matrix whose other elements must keep their sentinel (tma_check.check_correctness).
     The persistent 3-stage kernel writes whole tiles (a buffer per panel) whose copies overlap the
-    next tile; the 4-stage one two buffers in turns. Each writes its accumulator with stmatrix
-    (256 x 128: two 16-row blocks per warp, 128 rows apart)."""
+    next tile; the 4-stage one two buffers in turns; 128x256x32 with 7 stages three buffers for
+    four panels (it hung before its stmatrix became convergent). Each writes its accumulator with
+    stmatrix (256 x 128: two 16-row blocks per warp, 128 rows apart)."""
     assert _tool().check_correctness([cfg], (mode,)) == 0

@@ -349,6 +349,22 @@ def test_ptxas_keeps_the_wgmma_pipelined(stages: int, warps: int, nb: int, sched
     assert not re.search(r"\(C75\d\d\)", k.asm["ptxas"]), k.asm["ptxas"]
 
 
+def test_aligned_instructions_stay_out_of_the_leaders_branches() -> None:
+    """stmatrix (like every `.aligned` instruction) must be executed by all the threads of a warp
+    at the same instruction. With three panel buffers for four panels (fp16 128x256x32, 7 stages)
+    the epilogue writes a panel between the leader's copy of the previous one and its wait for the
+    next buffer; LLVM threaded the two branches on "thread 0" across the stmatrix, duplicating it
+    into both sides, and the kernel hung on the H100. As convergent calls they stay put: each of
+    the tile's 16 register blocks is written by one stmatrix."""
+    k = compile((KERNELS / "matmul_tutorial.tc").read_text(), defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 32},
+                options=CompileOptions(arch="sm_90", num_warps=8, num_stages=7, specialization=ALIGNED,
+                                       tma_store=True, warp_specialize=True, persistent=True))
+    assert k.ptx.count("cp.async.bulk.commit_group;") == 4  # (a panel at a time: fewer buffers than panels)
+    assert k.ptx.count("stmatrix.sync.aligned") == 16
+    aligned = [ln for ln in k.asm["llvm"].splitlines() if " asm " in ln and ".aligned" in ln]
+    assert aligned and all(ln.rstrip().endswith("convergent") for ln in aligned), aligned[:3]
+
+
 @pytest.mark.parametrize("stages", [3, 4])
 def test_persistent_epilogue_keeps_work_off_the_path_between_programs(stages: int) -> None:
     """Between a program's last wgmma and the next program's first, the tensor cores idle: the

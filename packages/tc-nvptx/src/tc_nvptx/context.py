@@ -117,8 +117,17 @@ class Ctx:
     def asm(
         self, ret: ir.Type, text: str, constraints: str, args: Sequence[ir.Value], side_effect: bool = False
     ) -> ir.Value:
+        """An inline asm statement. One with a `.aligned` instruction (stmatrix, ldmatrix,
+        mma.sync, the wgmma family), which every thread of a warp must execute at the same
+        instruction, is a convergent call: LLVM then never duplicates it into the two sides of
+        a branch that only some threads take. It did, threading two branches on "thread 0" across
+        the stmatrix between them, and a persistent bulk-store kernel (fp16 128x256x32, 7 stages,
+        3 panel buffers) hung on the H100."""
         fty = ir.FunctionType(ret, [a.type for a in args])
-        return self.b.asm(fty, text, constraints, list(args), side_effect)
+        call = self.b.asm(fty, text, constraints, list(args), side_effect)
+        if ".aligned" in text:
+            call.attributes.add("convergent")
+        return call
 
     def i32(self, v: int) -> ir.Constant:
         return ir.Constant(I32, v)
