@@ -18,6 +18,8 @@ Timing-only variants (their results are wrong on purpose and are not checked):
   nowait   the epilogue's waits for a buffer's previous copy removed (buffers in turns; the
            waits for all copies, `wait_group.read 0`, stay)
   nowait0  every wait for the copies' reads removed but the one before the kernel's exit
+  drain    the issuing thread waits for each group of copies to read its buffer right after
+           committing it (correct, timed only here)
   storeef  the bulk copies with an L2 evict-first cache policy (correct, but timed only here)
   skipstore  the bulk copies skipped at run time by a predicate ptxas cannot fold (the code that
            computes their coordinates and the waits stay: against nostore, what the copies cost)
@@ -61,7 +63,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
                   r"(\[%r\d+\]), \[(%rd\d+), (\{[%r\d, ]+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group")
-TIMING_ONLY = ("halfB", "noA", "nostore", "nowait", "nowait0", "skipstore", "storeef")
+TIMING_ONLY = ("halfB", "noA", "nostore", "nowait", "nowait0", "skipstore", "storeef", "drain")
 CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk", "sleep", "sleepp")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
 
@@ -94,6 +96,10 @@ def timing_variant(ptx: str, variant: str) -> str:
         return skipped_store_variant(lines)
     elif variant == "storeef":
         return evict_first_variant(lines)
+    elif variant == "drain":  # (correct) the leader waits for each group's reads right after committing it
+        out = [ln + ("\n\tcp.async.bulk.wait_group.read 0;" if ln.strip() == "cp.async.bulk.commit_group;" else "")
+               for ln in lines]
+        return "\n".join(out) + "\n"
     else:
         raise ValueError(variant)
     if not drop:

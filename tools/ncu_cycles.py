@@ -9,8 +9,9 @@ Each FILE is a kernel saved by `matmul_ptx_variants.py --save` (e.g. by another 
 compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4), and `--variants` the
 edits of them that matmul_ptx_variants makes (their results are not checked here). The kernels and
 torch.matmul (cuBLAS; allow_tf32 for tf32nt) run in turns, `--launches` times each, under
-`ncu --clock-control none --metrics gpc__cycles_elapsed.max` (one replay pass a launch, only
-inside the profiler range around the turns); printed last: the median and spread of each one's
+`ncu --clock-control none --cache-control none --metrics gpc__cycles_elapsed.max` (one replay
+pass a launch, only inside the profiler range around the turns; `--cache all` flushes L2 before
+each launch instead); printed last: the median and spread of each one's
 cycles, and its speed relative to the first one's median.
 """
 
@@ -98,6 +99,9 @@ def main() -> None:
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
     ap.add_argument("--tile", default="128,256,64", help="the tutorial kernel's MB,NB,KB (8 warps)")
     ap.add_argument("--dtype", default="half", choices=("half", "bf16"), help="the tutorial kernel's element type")
+    ap.add_argument("--cache", default="none", choices=("none", "all"),
+                    help="ncu's --cache-control: none keeps L2 as the previous launch left it (as in back-to-back "
+                    "runs), all flushes it before each launch")
     ap.add_argument("--timeout", type=float, default=300, help="seconds the profiled process may take")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("saved", nargs="*", metavar="NAME=FILE")
@@ -105,7 +109,8 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    cmd = ["ncu", "--clock-control", "none", "--profile-from-start", "off", "--metrics", METRIC, "--csv",
+    cmd = ["ncu", "--clock-control", "none", "--cache-control", args.cache, "--profile-from-start", "off",
+           "--metrics", METRIC, "--csv",
            sys.executable, __file__, "--child", *sys.argv[1:]]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, timeout=args.timeout)
