@@ -42,12 +42,18 @@ def _kernels(args: argparse.Namespace) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     mb, nb, kb = (int(x) for x in args.tile.split(","))
+    groups = [int(g) for g in args.groups.split(",") if g] or [0]
     for s in (int(x) for x in args.stages.split(",") if x):
-        ck = (build_tf32_nt(s) if args.kernel == "tf32nt" else
-              tma_check.build(tma_check.TUTORIAL, (mb, nb, kb, 8, s), "persistent+store", tma_check.SPEC, args.dtype))
-        out[f"s{s}"] = tma_check.Launchable(ck)
-        for v in (v for v in args.variants.split(",") if v):
-            out[f"s{s} {v}"] = tma_check.Launchable(edited(ck, variant_ptx(ck.ptx, v, s)))
+        for g in groups:
+            src = tma_check.TUTORIAL
+            if g:
+                src = src.replace("#define MAX_GROUP_SIZE 8", f"#define MAX_GROUP_SIZE {g}")
+            ck = (build_tf32_nt(s) if args.kernel == "tf32nt" else
+                  tma_check.build(src, (mb, nb, kb, 8, s), "persistent+store", tma_check.SPEC, args.dtype))
+            name = f"s{s}" + (f" g{g}" if g else "")
+            out[name] = tma_check.Launchable(ck)
+            for v in (v for v in args.variants.split(",") if v):
+                out[f"{name} {v}"] = tma_check.Launchable(edited(ck, variant_ptx(ck.ptx, v, s)))
     for item in args.saved:
         name, _, file = item.partition("=")
         saved = json.loads(Path(file).read_text())
@@ -97,6 +103,7 @@ def main() -> None:
     ap.add_argument("--stages", default="")
     ap.add_argument("--variants", default="", help="matmul_ptx_variants' edits of each --stages kernel (not checked)")
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--groups", default="", help="the tutorial's MAX_GROUP_SIZE values to build (default: its 8)")
     ap.add_argument("--tile", default="128,256,64", help="the tutorial kernel's MB,NB,KB (8 warps)")
     ap.add_argument("--dtype", default="half", choices=("half", "bf16"), help="the tutorial kernel's element type")
     ap.add_argument("--cache", default="none", choices=("none", "all"),
