@@ -12,8 +12,9 @@ Sections (each guarded, so one failure still prints the table):
   5. softmax (tools/bench_softmax.py) and the other memory-bound kernels (tools/bench_memory.py)
      against torch and Triton peers; compile and disk-cache times
   6. matmuls: tools/bench_matmul.py, bench_matmul_backward.py, bench_matmul_sweep.py (every square
-     from 2048 to 8192 against Triton), tf32_check.py, bench_tf32_plans.py, and sustained runs
-     with the clock and power they get (tools/bench_power.py)
+     from 2048 to 8192 against Triton), tf32_check.py, bench_tf32_plans.py, sustained runs
+     with the clock and power they get (tools/bench_power.py), and cycles per launch against
+     cuBLAS under Nsight Compute (tools/ncu_cycles.py; skipped without `ncu`)
   7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
@@ -510,6 +511,43 @@ def power_bench(r: Report) -> None:
             r.number(f"sustained {cells[0]}", f"{cells[1]} TFLOPS at {cells[2]} MHz, {cells[3]} W")
 
 
+#: tools/ncu_cycles.py's cases for the `matmul cycles` section (TC_CYCLES_CASES replaces them,
+#: separated by ';').
+CYCLES_CASES = ("--size 4096 --stages 3,4;--size 8192 --stages 3,4;--dtype bf16 --size 4096 --stages 4;"
+                "--kernel tf32nt --size 4096 --stages 3,4")
+#: One kernel's line of ncu_cycles' table: its name and median cycles.
+CYCLES_LINE = re.compile(r"^\s*(.+?): median ([\d,]+) \(")
+
+
+def cycles_vs_cublas(output: str) -> list[tuple[str, int, float]]:
+    """(kernel, median cycles, cuBLAS's median / the kernel's: its speed per cycle against
+    cuBLAS's) for every kernel of an ncu_cycles table but cuBLAS; [] without a cuBLAS line."""
+    medians = {m.group(1): int(m.group(2).replace(",", "")) for line in output.splitlines()
+               if (m := CYCLES_LINE.match(line))}
+    cublas = medians.pop("cuBLAS", None)
+    if not cublas:
+        return []
+    return [(name, cycles, cublas / cycles) for name, cycles in medians.items()]
+
+
+def cycles_bench(r: Report) -> None:
+    """Cycles per launch under Nsight Compute (tools/ncu_cycles.py) against cuBLAS in the same
+    process: what a kernel does per cycle, which the clock under the 700 W cap does not move (it
+    moves interleaved wall time 1-3%). Skipped where `ncu` is not on the PATH."""
+    if shutil.which("ncu") is None:
+        r.say("ncu is not on the PATH: skipped")
+        return
+    for case in os.environ.get("TC_CYCLES_CASES", CYCLES_CASES).split(";"):
+        proc = subprocess.run([sys.executable, str(ROOT / "tools" / "ncu_cycles.py"), *case.split(), "--launches", "5"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        r.say(f"ncu_cycles {case}\n" + (proc.stdout + proc.stderr)[-3000:])
+        rows = cycles_vs_cublas(proc.stdout)
+        r.check(f"cycles {case}", proc.returncode == 0 and bool(rows), f"exit {proc.returncode}")
+        label = " ".join(w for w in case.split() if not w.startswith("--"))
+        for name, cycles, speed in rows:
+            r.number(f"cycles {label} {name}", f"{cycles:,} ({speed:.3f}x cuBLAS's speed per cycle)")
+
+
 def sweeps(r: Report) -> None:
     """The spec's sweeps (tools/bench_sweeps.py): tc against torch and Triton, plots and tables
     into the logs archive. TC_SWEEPS_ARGS passes arguments (default: all four sweeps, --quick)."""
@@ -589,6 +627,7 @@ def main() -> int:
             ("matmul sweep", matmul_sweep),
             ("tf32 benchmark", tf32_bench),
             ("power: sustained matmuls", power_bench),
+            ("matmul cycles (ncu)", cycles_bench),
             ("benchmark sweeps", sweeps),
             ("tutorials", tutorials),
             ("compute-sanitizer", sanitizer),

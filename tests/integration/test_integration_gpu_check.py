@@ -43,3 +43,16 @@ def test_the_choices_are_shortened_to_the_variant_the_key_and_the_tile() -> None
 def test_a_log_without_choices_gives_none() -> None:
     assert gpu_check.tuned_choices("") == []
     assert gpu_check.tuned_choices("tc autotune: kernel 'matmul' (M=1): using config(x)") == []
+
+
+def test_cycles_are_read_against_cublas_from_ncu_cycles_table() -> None:
+    out = """tutorial half 4096^3, gpc__cycles_elapsed.max over 5 launches each:
+          s3: median 290,160 (min 289,055, max 291,711), 1.0000x the first's speed  [dot]
+  s3 skipstore: median 284,463 (min 283,970, max 284,976), 1.0200x the first's speed  [dot]
+      cuBLAS: median 284,965 (min 284,280, max 285,470), 1.0182x the first's speed  [nvjet_sm90_hsh]
+"""
+    got = gpu_check.cycles_vs_cublas(out)
+    assert [(n, c) for n, c, _ in got] == [("s3", 290160), ("s3 skipstore", 284463)]
+    assert abs(got[0][2] - 284965 / 290160) < 1e-12 and got[1][2] > 1.0
+    assert gpu_check.cycles_vs_cublas(out.replace("cuBLAS", "other")) == []
+    assert gpu_check.cycles_vs_cublas("ncu did not finish in 300 s") == []
