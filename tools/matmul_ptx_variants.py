@@ -18,6 +18,8 @@ Timing-only variants (their results are wrong on purpose and are not checked):
   nowait   the epilogue's waits for a buffer's previous copy removed (buffers in turns; the
            waits for all copies, `wait_group.read 0`, stay)
   nowait0  every wait for the copies' reads removed but the one before the kernel's exit
+  prefetchN  (correct) the producer also prefetches into L2 each box N iterations further along K
+           (N = 4 by default; TC_PREFETCH_KSTEP = the kernel's KB, 64 by default)
   drain    the issuing thread waits for each group of copies to read its buffer right after
            committing it (correct, timed only here)
   storeef  the bulk copies with an L2 evict-first cache policy (correct, but timed only here)
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import types
@@ -64,6 +67,7 @@ LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\
                   r"(\[%r\d+\]), \[(%rd\d+), (\{[%r\d, ]+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group")
 TIMING_ONLY = ("halfB", "noA", "nostore", "nowait", "nowait0", "skipstore", "storeef", "drain")
+#: (prefetchN variants are correct too: checked like CORRECT's)
 CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk", "sleep", "sleepp")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
 
@@ -96,6 +100,8 @@ def timing_variant(ptx: str, variant: str) -> str:
         return skipped_store_variant(lines)
     elif variant == "storeef":
         return evict_first_variant(lines)
+    elif variant.startswith("prefetch"):  # prefetchN: N iterations ahead (default 4)
+        return prefetch_variant(lines, int(variant[8:] or 4))
     elif variant == "drain":  # (correct) the leader waits for each group's reads right after committing it
         out = [ln + ("\n\tcp.async.bulk.wait_group.read 0;" if ln.strip() == "cp.async.bulk.commit_group;" else "")
                for ln in lines]
@@ -143,6 +149,31 @@ def evict_first_variant(lines: list[str]) -> str:
         line = out[i].replace(".bulk_group ", ".bulk_group.L2::cache_hint ", 1)
         out[i] = line[:line.rindex(";")] + ", %rdtc_policy;"
     out = _with_prologue(out, [".reg .b64 %rdtc_policy;"], ["createpolicy.fractional.L2::evict_first.b64 %rdtc_policy, 1.0;"])
+    return "\n".join(out) + "\n"
+
+
+def prefetch_variant(lines: list[str], ahead: int) -> str:
+    """After the producer's copies of an iteration, an L2 prefetch of each of its boxes `ahead`
+    iterations further along K (cp.async.bulk.prefetch.tensor: into L2 only, no shared memory,
+    nothing to wait for; boxes past the end are clipped by the map). K is the coordinate every
+    load shares; its step is the kernel's KB."""
+    loads = [(i, m) for i, line in enumerate(lines) if (m := LOAD.match(line))]
+    if not loads:
+        raise ValueError("prefetch: no loads")
+    coord_lists = [[c.strip() for c in m.group(4).strip("{}").split(",")] for _, m in loads]
+    common = set(coord_lists[0]).intersection(*coord_lists[1:])
+    if len(common) != 1:
+        raise ValueError(f"prefetch: no single K coordinate ({common})")
+    k = common.pop()
+    step = int(os.environ.get("TC_PREFETCH_KSTEP", "64"))
+    last = loads[-1][0]
+    code = [f"\tadd.s32 %rtc_pk, {k}, {ahead * step};"]
+    for (_, m), coords in zip(loads, coord_lists):
+        shifted = ", ".join("%rtc_pk" if c == k else c for c in coords)
+        code.append(f"\tcp.async.bulk.prefetch.tensor.{m.group(1)}d.L2.global [{m.group(3)}, {{{shifted}}}];")
+    out = list(lines)
+    out[last + 1:last + 1] = code
+    out = _with_prologue(out, [".reg .b32 %rtc_pk;"], [])
     return "\n".join(out) + "\n"
 
 
@@ -340,7 +371,8 @@ def main() -> None:
         kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
         for v in (v for v in args.variants.split(",") if v):
             try:
-                kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, variant_ptx(ck.ptx, v, stages))), v in CORRECT)
+                checked = v in CORRECT or v.startswith("prefetch")
+                kernels[f"s{stages} {v}"] = (tma_check.Launchable(edited(ck, variant_ptx(ck.ptx, v, stages))), checked)
             except ValueError as exc:
                 print(f"s{stages} {v}: {exc}", flush=True)
     for item in args.load:
