@@ -2,17 +2,19 @@
 that the GPU's clock and power state move far less than wall time (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/ncu_cycles.py [--size 4096] [--launches 7]
-        [--kernel tutorial|tf32nt] [--dtype half|bf16] [--tile 128,256,64] [--stages 3,4] [--variants V,...]
-        NAME=FILE ...
+        [--kernel tutorial|tf32nt] [--dtype half|bf16] [--tile 128,256,64] [--groups 8,16]
+        [--stages 3,4] [--variants V,...] [--cache none|all] [--timeout S] NAME=FILE ...
 
 Each FILE is a kernel saved by `matmul_ptx_variants.py --save` (e.g. by another commit's
-compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4), and `--variants` the
-edits of them that matmul_ptx_variants makes (their results are not checked here). The kernels and
-torch.matmul (cuBLAS; allow_tf32 for tf32nt) run in turns, `--launches` times each, under
-`ncu --clock-control none --cache-control none --metrics gpc__cycles_elapsed.max` (one replay
-pass a launch, only inside the profiler range around the turns; `--cache all` flushes L2 before
-each launch instead); printed last: the median and spread of each one's
-cycles, and its speed relative to the first one's median.
+compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4; the tutorial's
+persistent bulk-store kernel with `--tile` and 8 warps, for each `--groups` MAX_GROUP_SIZE, or
+tc_torch's tf32 A B^T kernel), and `--variants` the edits of them that matmul_ptx_variants makes
+(their results are not checked here). The kernels and torch.matmul (cuBLAS; allow_tf32 for
+tf32nt) run in turns, `--launches` times each, under `ncu --clock-control none --cache-control
+none --metrics gpc__cycles_elapsed.max` (one replay pass a launch, only inside the profiler range
+around the turns; `--cache all` flushes L2 before each launch instead). Printed last: the median
+and spread of each one's cycles, and its speed relative to the first one's median. Cycles say
+what a kernel does per clock, not which clock it gets under the power cap (bench_power.py).
 """
 
 from __future__ import annotations
@@ -142,7 +144,8 @@ def main() -> None:
         cycles.setdefault(n, []).append(float(r["Metric Value"].replace(",", "")))
         names.setdefault(n, r.get("Kernel Name", "?")[:60])
     first = statistics.median(next(iter(cycles.values())))
-    print(f"{args.kernel} {args.dtype if args.kernel == 'tutorial' else ''} {args.size}^3, {METRIC} over {args.launches} launches each:")
+    what = f"{args.kernel} {args.dtype}" if args.kernel == "tutorial" else args.kernel
+    print(f"{what} {args.size}^3, {METRIC} over {args.launches} launches each:")
     for n, cs in cycles.items():
         med = statistics.median(cs)
         print(f"  {n:>10}: median {med:,.0f} (min {min(cs):,.0f}, max {max(cs):,.0f}), {first / med:.4f}x the "

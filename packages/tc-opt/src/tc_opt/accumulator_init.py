@@ -64,9 +64,9 @@ def zero_started_dot(loop: ForOp, index: int) -> tuple[DotOp, DotWaitOp] | None:
 def start_undefined(loop: ForOp, index: int, dot: DotOp, wait: DotWaitOp) -> None:
     """Rewrite `loop` in place so that iter arg `index` starts undefined (outside other loops;
     inside one it stays zero), `dot` reads it only after the first iteration (iv != lb) and, where
-    it starts undefined, `wait` gives zeros when none ran (lb >= ub). Both flags come from the bounds, not from a carried i1: LLVM would peel the first
-    iteration off to make such a phi constant, and ptxas serializes wgmma on that divergent path
-    (C7520)."""
+    it starts undefined, `wait` gives zeros when none ran (lb >= ub). Both flags come from the
+    bounds, not from a carried i1: LLVM would peel the first iteration off to make such a phi
+    constant, and ptxas serializes wgmma on that divergent path (C7520)."""
     parent = loop.parent
     assert parent is not None
     body = loop.body
