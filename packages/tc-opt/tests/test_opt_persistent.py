@@ -44,7 +44,7 @@ CHECK-NEXT: %[[GZ:[0-9]+]] = tc.grid_dim {axis = 2}
 CHECK: %[[COUNT:[0-9]+]] = tc.binary %{{[0-9]+}}, %[[GZ]] {kind = "mul"}
 CHECK-NEXT: tc.for %[[CTA]], %[[COUNT]], %[[CTAS]] ({
 CHECK-NEXT: ^(%program: i32):
-CHECK: %[[PID:[0-9]+]] = tc.binary %program, %[[GX]] {kind = "srem"}
+CHECK: %[[PID:[0-9]+]] = tc.binary %program, %[[GX]] {kind = "urem"}
 CHECK: %grid_m = tc.binary
 CHECK: %group_id = tc.binary %[[PID]], %width {kind = "sdiv"}
 CHECK: %[[BARS:[0-9]+]] = tc.local_alloc : tile<3xi64

@@ -210,7 +210,7 @@ CHECK: %[[COUNT:[0-9]+]] = tc.binary %{{[0-9]+}}, %[[GZ]] {kind = "mul"}
 CHECK: tc.warp_specialize ({
 CHECK: %[[SLOTS:[0-9]+]], %{{[0-9]+}} = tc.for %[[CTA]], %[[COUNT]], %[[CTAS]]
 CHECK-NEXT: ^(%program: i32, %[[S0:[0-9]+]]: i32, %[[P0:[0-9]+]]: i32):
-CHECK: %[[PID:[0-9]+]] = tc.binary %program, %[[GX]] {kind = "srem"}
+CHECK: %[[PID:[0-9]+]] = tc.binary %program, %[[GX]] {kind = "urem"}
 CHECK: %group_id = tc.binary %[[PID]], %width {kind = "sdiv"}
 CHECK: tc.for %{{[0-9]+}}, %K, %{{[0-9]+}}, %[[S0]], %[[P0]], %{{[0-9]+}}
 CHECK: tc.mbarrier_wait %[[EMPTY]], %slot
@@ -218,7 +218,7 @@ CHECK: tc.tma_load
 CHECK: }, {
 CHECK: tc.for %[[CTA]], %[[COUNT]], %[[CTAS]]
 CHECK-NEXT: ^(%program_1: i32, %[[R0:[0-9]+]]: i32, %[[Q0:[0-9]+]]: i32):
-CHECK: tc.binary %program_1, %[[GX]] {kind = "srem"}
+CHECK: tc.binary %program_1, %[[GX]] {kind = "urem"}
 CHECK: %{{.*}} = tc.for %{{[0-9]+}}, %K, %{{[0-9]+}}, %acc, %pa, %pb, %[[R0]], %[[Q0]], %{{[0-9]+}}
 CHECK: tc.mbarrier_wait %[[FULL]], %read_slot
 CHECK: tc.mbarrier_arrive %[[EMPTY]], %release_slot

@@ -57,9 +57,11 @@ def grid_of(e: _Emitter) -> tuple[Value, Value, list[Value], Value]:
 
 
 def program_ids(e: _Emitter, t: Value, dims: Sequence[Value]) -> list[Value]:
-    """Program t of the grid `dims` as (x, y, z), x varying fastest."""
-    q = e.binary("sdiv", t, dims[0])
-    return [e.binary("srem", t, dims[0]), e.binary("srem", q, dims[1]), e.binary("sdiv", q, dims[1])]
+    """Program t of the grid `dims` as (x, y, z), x varying fastest. Unsigned divisions: t and the
+    extents are never negative, and ptxas's unsigned sequence skips the signed one's fix-ups (it
+    runs on the path between two programs)."""
+    q = e.binary("udiv", t, dims[0])
+    return [e.binary("urem", t, dims[0]), e.binary("urem", q, dims[1]), e.binary("udiv", q, dims[1])]
 
 
 def tile_loop(e: _Emitter, first: Value, count: Value, step: Value, carried: int, loc: object
