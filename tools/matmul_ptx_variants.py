@@ -319,21 +319,29 @@ def variant_ptx(ptx: str, variant: str, stages: int) -> str:
     return timing_variant(ptx, variant)
 
 
-def build_tf32_nt(stages: int) -> Any:
-    """tc_torch's matmul kernel as it runs float32 A B^T with precision="tf32": persistent
-    128x256x32, 8 warps and a producer warp, a bulk-store epilogue (as the tuner's configurations
-    for this layout), every argument divisible by 16."""
+def build_torch_matmul(type_: str, b_transposed: bool, stages: int, tile: tuple[int, int, int]) -> Any:
+    """tc_torch's matmul kernel as tc_torch runs C = A B (B^T row-major with `b_transposed`) for
+    `type_` (half, bf16, or float with precision="tf32"): persistent, 8 warps and a producer warp,
+    a bulk-store epilogue (as the tuner's persistent configurations), every argument divisible by
+    16. Its arguments: A, B, C, M, N, K, lda, ldb, ldc and three batch strides."""
     from tc_nvptx.compiler import compile as tc_compile
     from tc_opt.options import CompileOptions
     from tc_torch.library import source
     from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
 
-    options = CompileOptions(arch="sm_90a", num_warps=8, num_stages=stages, fp32_dot="tf32",
-                             persistent=True, warp_specialize=True, tma_store=True,
-                             specialization=("divisible_by_16",) * 12)
-    defines = {"TYPE": "float", "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[True],
-               "MB": 128, "NB": 256, "KB": 32}
+    options = CompileOptions(arch="sm_90a", num_warps=8, num_stages=stages, persistent=True,
+                             warp_specialize=True, tma_store=True, specialization=("divisible_by_16",) * 12,
+                             fp32_dot="tf32" if type_ == "float" else "ieee")
+    mb, nb, kb = tile
+    defines = {"TYPE": type_, "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[b_transposed],
+               "MB": mb, "NB": nb, "KB": kb}
     return tc_compile(source("matmul"), defines=defines, options=options)
+
+
+def build_tf32_nt(stages: int) -> Any:
+    """tc_torch's matmul kernel as it runs float32 A B^T with precision="tf32": persistent
+    128x256x32, both operands K-contiguous (build_torch_matmul)."""
+    return build_torch_matmul("float", True, stages, (128, 256, 32))
 
 
 def edited(ck: Any, ptx: str) -> Any:

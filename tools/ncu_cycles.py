@@ -2,13 +2,14 @@
 that the GPU's clock and power state move far less than wall time (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/ncu_cycles.py [--size 4096] [--launches 7]
-        [--kernel tutorial|tf32nt] [--dtype half|bf16] [--tile 128,256,64] [--groups 8,16]
+        [--kernel tutorial|tf32nt|torchnn] [--dtype half|bf16] [--tile 128,256,64] [--groups 8,16]
         [--stages 3,4] [--variants V,...] [--cache none|all] [--timeout S] NAME=FILE ...
 
 Each FILE is a kernel saved by `matmul_ptx_variants.py --save` (e.g. by another commit's
 compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4; the tutorial's
-persistent bulk-store kernel with `--tile` and 8 warps, for each `--groups` MAX_GROUP_SIZE, or
-tc_torch's tf32 A B^T kernel), and `--variants` the edits of them that matmul_ptx_variants makes
+persistent bulk-store kernel with `--tile` and 8 warps, for each `--groups` MAX_GROUP_SIZE;
+tc_torch's tf32 A B^T kernel; or, `--kernel torchnn`, tc_torch's kernel as it runs `--dtype` C = A B
+with `--tile`), and `--variants` the edits of them that matmul_ptx_variants makes
 (their results are not checked here). The kernels and torch.matmul (cuBLAS; allow_tf32 for
 tf32nt) run in turns, `--launches` times each, under `ncu --clock-control none --cache-control
 none --metrics gpc__cycles_elapsed.max` (one replay pass a launch, only inside the profiler range
@@ -39,7 +40,7 @@ METRIC = "gpc__cycles_elapsed.max"
 
 def _kernels(args: argparse.Namespace) -> dict[str, Any]:
     import tma_check
-    from matmul_ptx_variants import build_tf32_nt, edited, variant_ptx
+    from matmul_ptx_variants import build_tf32_nt, build_torch_matmul, edited, variant_ptx
     from tc_nvptx.compiler import CompiledKernel
 
     out: dict[str, Any] = {}
@@ -50,8 +51,12 @@ def _kernels(args: argparse.Namespace) -> dict[str, Any]:
             src = tma_check.TUTORIAL
             if g:
                 src = src.replace("#define MAX_GROUP_SIZE 8", f"#define MAX_GROUP_SIZE {g}")
-            ck = (build_tf32_nt(s) if args.kernel == "tf32nt" else
-                  tma_check.build(src, (mb, nb, kb, 8, s), "persistent+store", tma_check.SPEC, args.dtype))
+            if args.kernel == "tf32nt":
+                ck = build_tf32_nt(s)
+            elif args.kernel == "torchnn":
+                ck = build_torch_matmul(args.dtype, False, s, (mb, nb, kb))
+            else:
+                ck = tma_check.build(src, (mb, nb, kb, 8, s), "persistent+store", tma_check.SPEC, args.dtype)
             name = f"s{s}" + (f" g{g}" if g else "")
             out[name] = tma_check.Launchable(ck)
             for v in (v for v in args.variants.split(",") if v):
@@ -73,7 +78,7 @@ def child(args: argparse.Namespace) -> None:
     a = torch.randn(size, size, device="cuda", dtype=dtype)
     b = torch.randn(size, size, device="cuda", dtype=dtype)
     c = torch.empty(size, size, device="cuda", dtype=dtype)
-    tail = (0, 0, 0) if tf32 else ()
+    tail = (0, 0, 0) if args.kernel != "tutorial" else ()  # (tc_torch's kernel: batch strides)
     mb, nb, _ = (int(x) for x in args.tile.split(","))
     grid = -(-size // mb) * -(-size // nb)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -104,10 +109,10 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=7)
     ap.add_argument("--stages", default="")
     ap.add_argument("--variants", default="", help="matmul_ptx_variants' edits of each --stages kernel (not checked)")
-    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt", "torchnn"))
     ap.add_argument("--groups", default="", help="the tutorial's MAX_GROUP_SIZE values to build (default: its 8)")
-    ap.add_argument("--tile", default="128,256,64", help="the tutorial kernel's MB,NB,KB (8 warps)")
-    ap.add_argument("--dtype", default="half", choices=("half", "bf16"), help="the tutorial kernel's element type")
+    ap.add_argument("--tile", default="128,256,64", help="MB,NB,KB (8 warps) of the tutorial kernel or of torchnn")
+    ap.add_argument("--dtype", default="half", choices=("half", "bf16"), help="the element type of the tutorial kernel or of torchnn")
     ap.add_argument("--cache", default="none", choices=("none", "all"),
                     help="ncu's --cache-control: none keeps L2 as the previous launch left it (as in back-to-back "
                     "runs), all flushes it before each launch")
@@ -144,7 +149,7 @@ def main() -> None:
         cycles.setdefault(n, []).append(float(r["Metric Value"].replace(",", "")))
         names.setdefault(n, r.get("Kernel Name", "?")[:60])
     first = statistics.median(next(iter(cycles.values())))
-    what = f"{args.kernel} {args.dtype}" if args.kernel == "tutorial" else args.kernel
+    what = args.kernel if args.kernel == "tf32nt" else f"{args.kernel} {args.dtype}"
     print(f"{what} {args.size}^3, {METRIC} over {args.launches} launches each:")
     for n, cs in cycles.items():
         med = statistics.median(cs)
