@@ -45,17 +45,16 @@ def _kernels(args: argparse.Namespace) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     mb, nb, kb = (int(x) for x in args.tile.split(","))
-    groups = [int(g) for g in args.groups.split(",") if g] or [0]
+    # (--groups: the tutorial's own define; tc_torch's kernels keep theirs)
+    groups = ([int(g) for g in args.groups.split(",") if g] if args.kernel == "tutorial" else []) or [0]
     for s in (int(x) for x in args.stages.split(",") if x):
         for g in groups:
-            src = tma_check.TUTORIAL
-            if g:
-                src = src.replace("#define MAX_GROUP_SIZE 8", f"#define MAX_GROUP_SIZE {g}")
             if args.kernel == "tf32nt":
                 ck = build_tf32_nt(s)
             elif args.kernel == "torchnn":
                 ck = build_torch_matmul(args.dtype, False, s, (mb, nb, kb))
             else:
+                src = tma_check.TUTORIAL.replace("#define MAX_GROUP_SIZE 8", f"#define MAX_GROUP_SIZE {g or 8}")
                 ck = tma_check.build(src, (mb, nb, kb, 8, s), "persistent+store", tma_check.SPEC, args.dtype)
             name = f"s{s}" + (f" g{g}" if g else "")
             out[name] = tma_check.Launchable(ck)
@@ -110,7 +109,7 @@ def main() -> None:
     ap.add_argument("--stages", default="")
     ap.add_argument("--variants", default="", help="matmul_ptx_variants' edits of each --stages kernel (not checked)")
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt", "torchnn"))
-    ap.add_argument("--groups", default="", help="the tutorial's MAX_GROUP_SIZE values to build (default: its 8)")
+    ap.add_argument("--groups", default="", help="the tutorial's MAX_GROUP_SIZE values to build (default: its 8; the tutorial only)")
     ap.add_argument("--tile", default="128,256,64", help="MB,NB,KB (8 warps) of the tutorial kernel or of torchnn")
     ap.add_argument("--dtype", default="half", choices=("half", "bf16"), help="the element type of the tutorial kernel or of torchnn")
     ap.add_argument("--cache", default="none", choices=("none", "all"),

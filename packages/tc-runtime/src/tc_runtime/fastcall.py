@@ -10,10 +10,11 @@ of pointer arguments that are not ints from their `data_ptr()` (torch tensors) o
 is one the pointer reads (`Signature.check_elements`, learned per dtype) and they are in GPU
 memory (`check_gpu_memory`), checks that the pointers are 16-byte aligned (the specialization
 tc compiles for first), computes the rest of the key (integers divisible by 16 or equal to 1, two
-bits each of one int, then the auto-tuning key's values) straight from its arguments, looks up the variant's launch record (one tuple of
-everything the launch needs, bound once), reads a grid of ints (or calls the grid function), gets
-the stream (a constant 0 without torch), packs the arguments with `struct.pack_into` and calls
-the driver with the cheapest argument forms its wrapper takes (see the launch snippets below).
+bits each of one int, then the auto-tuning key's values) straight from its arguments, looks up
+the variant's launch record (one tuple of everything the launch needs, bound once), reads a grid
+of ints (or calls the grid function), gets the stream (a constant 0 without torch), packs the
+arguments with `struct.pack_into` and calls the driver with the cheapest argument forms its
+wrapper takes (see the launch snippets below).
 
 Anything it does not handle takes the general path with the same arguments (pointers given as
 tensors may arrive there as their addresses, which it treats the same), so errors, compiling,
