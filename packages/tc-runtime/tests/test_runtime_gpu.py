@@ -245,6 +245,47 @@ def test_integer_parameters_take_the_range_of_their_c_type_on_the_gpu() -> None:
         k(o, 0, 2**32, 0, grid=(1,))
 
 
+DIVIDE_SRC = """__global__ void k(int* X, int* Q, int* R, unsigned* UQ, unsigned* UR, int n, int d, unsigned u) {
+  for (int i = 0; i < n; i++) {
+    int x = *(X + i);
+    *(Q + i) = x / d;
+    *(R + i) = x % d;
+    unsigned ux = (unsigned)x;
+    *(UQ + i) = ux / u;
+    *(UR + i) = ux % u;
+  }
+}"""
+
+
+def test_division_by_a_loop_invariant_divisor_on_the_gpu() -> None:
+    """tc_opt.invariant_division's reciprocal multiply on the GPU: C's quotient and remainder of
+    int and unsigned dividends across the 32-bit range, for divisors at the edges (1, -1, powers
+    of two, the largest and smallest), as Python's integers give them."""
+    torch = pytest.importorskip("torch")
+    k = tc.kernel(DIVIDE_SRC, device="cuda:0")
+    values = [0, 1, -1, 2, -2, 7, -7, 641, 65535, 65536, 2**30, 2**31 - 1, -(2**31) + 1, -(2**31)]
+    values += torch.randint(-(2**31), 2**31, (200,), generator=torch.Generator().manual_seed(3)).tolist()
+    x = torch.tensor(values, dtype=torch.int32, device="cuda")
+    n = len(values)
+    q, r = torch.empty_like(x), torch.empty_like(x)
+    uq, ur = torch.empty_like(x), torch.empty_like(x)
+
+    def trunc_div(a: int, b: int) -> int:
+        return abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+
+    for d, u in ((1, 1), (-1, 2), (3, 3), (-7, 10), (641, 641), (65536, 65536), (2**31 - 1, 2**31 - 1),
+                 (-(2**31), 2**31), (1_000_003, 2**32 - 1), (-2, 2**31 + 1)):
+        k(x, q, r, uq.data_ptr(), ur.data_ptr(), n, d, u, grid=(1,))
+        torch.cuda.synchronize()
+        keep = [i for i, a in enumerate(values) if not (d == -1 and a == -(2**31))]  # (overflows)
+        want_q = [trunc_div(values[i], d) for i in keep]
+        assert [q.tolist()[i] for i in keep] == want_q
+        assert [r.tolist()[i] for i in keep] == [values[i] - w * d for i, w in zip(keep, want_q)]
+        ux = [a % 2**32 for a in values]
+        assert [v % 2**32 for v in uq.tolist()] == [a // u for a in ux]
+        assert [v % 2**32 for v in ur.tolist()] == [a % u for a in ux]
+
+
 def test_tensors_of_other_elements_are_refused_on_the_gpu() -> None:
     """A float64 or int32 tensor given to `float*` would be read as garbage floats: refused on the
     first (general) launch and on later ones through the launch entry; float32 launches."""
