@@ -4,8 +4,10 @@ Measure-only; nothing here is a compiler feature.
 
     PYTHONPATH=<packages/*/src> python3 tools/matmul_ptx_variants.py [--sizes 4096,8192]
         [--stages 3,4] [--variants halfB,noA,nostore,nowait,cluster,multicast] [--rounds 7]
-        [--kernel tutorial|tf32nt]
+        [--kernel tutorial|tf32nt|torchnn] [--save FILE]
 
+--save FILE writes the first unedited kernel (JSON) for `ncu_cycles.py NAME=FILE`, e.g. from another
+commit's worktree; `--kernel torchnn` (tc_torch's fp16 C = A B kernel, 128x256x64) only saves.
 --kernel tf32nt edits tc_torch's matmul kernel instead, as tc_torch runs float32 A B^T with
 precision="tf32" (persistent 128x256x32, 8 warps and a producer, `--stages` 4): both operands
 K-contiguous, each loaded as one box per k-step, so its multicast variant is `multicast0`:
@@ -15,6 +17,9 @@ Timing-only variants (their results are wrong on purpose and are not checked):
   halfB    2 of the 4 panels of B not loaded (the `full` barrier expects 16 KiB less)
   noA      A not loaded (16 KiB less)
   nostore  the epilogue's bulk copies to global memory removed
+  noepi    the copies and the stmatrix removed (ptxas drops the conversions): what the whole
+           epilogue costs but for its barriers (the most that overlapping it with the next
+           program's wgmma could win)
   nowait   the epilogue's waits for a buffer's previous copy removed (buffers in turns; the
            waits for all copies, `wait_group.read 0`, stay)
   nowait0  every wait for the copies' reads removed but the one before the kernel's exit
@@ -66,7 +71,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 LOAD = re.compile(r"^\s*cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
                   r"(\[%r\d+\]), \[(%rd\d+), (\{[%r\d, ]+\})\], (\[%r\d+\]);")
 STORE = re.compile(r"^\s*@%p\d+ cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group")
-TIMING_ONLY = ("halfB", "noA", "nostore", "nowait", "nowait0", "skipstore", "storeef", "drain")
+TIMING_ONLY = ("halfB", "noA", "nostore", "nowait", "nowait0", "skipstore", "storeef", "drain", "noepi")
 #: (prefetchN variants are correct too: checked like CORRECT's)
 CORRECT = ("cluster", "multicast", "multicast0", "deeper", "halves", "halvesk", "sleep", "sleepp")
 STEP_BYTES = 49152  # A (128 x 64) and B (64 x 256) halves per k-step
@@ -91,6 +96,8 @@ def timing_variant(ptx: str, variant: str) -> str:
         drop, less = set(a_lines), 16384
     elif variant == "nostore":
         drop = {i for i, line in enumerate(lines) if STORE.match(line)}
+    elif variant == "noepi":  # (ptxas then drops the conversions the stmatrix read)
+        drop = {i for i, line in enumerate(lines) if STORE.match(line) or "stmatrix." in line}
     elif variant == "nowait":
         drop = {i for i, line in enumerate(lines) if re.search(r"cp\.async\.bulk\.wait_group\.read [1-9]", line)}
     elif variant == "nowait0":
@@ -361,16 +368,21 @@ def main() -> None:
     ap.add_argument("--stages", default="3")
     ap.add_argument("--variants", default=",".join(TIMING_ONLY[:3] + CORRECT))
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt", "torchnn"),
+                    help="torchnn (tc_torch's fp16 C = A B kernel, 128x256x64) only with --save")
     ap.add_argument("--load", action="append", default=[], metavar="NAME=FILE",
                     help="also time (and check) a kernel saved by --save, e.g. by another commit's compiler")
     ap.add_argument("--save", metavar="FILE", help="save the first unedited kernel built here (JSON) and stop")
     args = ap.parse_args()
     tf32 = args.kernel == "tf32nt"
+    if args.kernel == "torchnn" and not args.save:
+        ap.error("--kernel torchnn only saves its kernel (for ncu_cycles --kernel torchnn NAME=FILE): give --save")
     kernels: dict[str, tuple[Any, bool]] = {}  # name -> (launchable, checked)
     for stages in (int(s) for s in args.stages.split(",")):
         if tf32:
             ck = build_tf32_nt(stages)
+        elif args.kernel == "torchnn":
+            ck = build_torch_matmul("half", False, stages, (128, 256, 64))
         else:
             ck = tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, stages), "persistent+store", tma_check.SPEC)
         if args.save:
