@@ -32,9 +32,7 @@ def _compile(src: str = TUTORIAL, *, persistent: bool = True, ws: bool = False, 
 def test_schedule_filecheck() -> None:
     """The CTA's programs t = cta, cta + ctas, ... below cta's grid (tc.grid_dim); inside, the
     plain pipeline: buffers, barriers initialized, S - 1 iterations of copies ahead, the loop,
-    the barriers invalidated, the epilogue. The grid arithmetic that does not depend on the
-    program runs once before the loop, with the reciprocals of the divisors the loop divides by
-    (tc_opt.invariant_division: no division by `width` in the loop)."""
+    the barriers invalidated, the epilogue."""
     m = _compile()
     assert m.attributes["persistent"] is True and "producer_warps" not in m.attributes
     filecheck(round_trip(m), """
@@ -44,12 +42,11 @@ CHECK-NEXT: %[[GX:[0-9]+]] = tc.grid_dim {axis = 0}
 CHECK-NEXT: %[[GY:[0-9]+]] = tc.grid_dim {axis = 1}
 CHECK-NEXT: %[[GZ:[0-9]+]] = tc.grid_dim {axis = 2}
 CHECK: %[[COUNT:[0-9]+]] = tc.binary %{{[0-9]+}}, %[[GZ]] {kind = "mul"}
-CHECK: %grid_m = tc.binary
-CHECK: %width = tc.binary
-CHECK: tc.binary %{{[0-9]+}}, %{{[0-9]+}} {kind = "udiv"} : i64
-CHECK: tc.for %[[CTA]], %[[COUNT]], %[[CTAS]] ({
+CHECK-NEXT: tc.for %[[CTA]], %[[COUNT]], %[[CTAS]] ({
 CHECK-NEXT: ^(%program: i32):
-CHECK-NOT: %width {kind = "s{{div|rem}}"}
+CHECK: %[[PID:[0-9]+]] = tc.binary %program, %[[GX]] {kind = "urem"}
+CHECK: %grid_m = tc.binary
+CHECK: %group_id = tc.binary %[[PID]], %width {kind = "sdiv"}
 CHECK: %[[BARS:[0-9]+]] = tc.local_alloc : tile<3xi64
 CHECK-NEXT: tc.mbarrier_init %[[BARS]]
 CHECK: tc.tma_load

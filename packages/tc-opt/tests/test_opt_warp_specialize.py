@@ -195,9 +195,7 @@ def _persistent(src: str = TUTORIAL, stages: int = 3) -> O.Module:
 def test_persistent_schedule_filecheck() -> None:
     """Both roles loop over the programs t = cta, cta + ctas, ... of the grid the runtime passes
     (tc.grid_dim), carrying their slot and phase from one program to the next; the consumers
-    release a program's last slot after its final dot_wait. The consumers divide by the grid's
-    extents and the grouped order's width through reciprocals computed before their loop; the
-    producer, which runs ahead, divides (tc_opt.invariant_division)."""
+    release a program's last slot after its final dot_wait."""
     m = _persistent()
     assert m.attributes["persistent"] is True
     filecheck(round_trip(m), """
@@ -210,8 +208,6 @@ CHECK-NEXT: %[[GY:[0-9]+]] = tc.grid_dim {axis = 1}
 CHECK-NEXT: %[[GZ:[0-9]+]] = tc.grid_dim {axis = 2}
 CHECK: %[[COUNT:[0-9]+]] = tc.binary %{{[0-9]+}}, %[[GZ]] {kind = "mul"}
 CHECK: tc.warp_specialize ({
-CHECK: %width = tc.binary
-CHECK-NOT: kind = "udiv"
 CHECK: %[[SLOTS:[0-9]+]], %{{[0-9]+}} = tc.for %[[CTA]], %[[COUNT]], %[[CTAS]]
 CHECK-NEXT: ^(%program: i32, %[[S0:[0-9]+]]: i32, %[[P0:[0-9]+]]: i32):
 CHECK: %[[PID:[0-9]+]] = tc.binary %program, %[[GX]] {kind = "urem"}
@@ -220,18 +216,15 @@ CHECK: tc.for %{{[0-9]+}}, %K, %{{[0-9]+}}, %[[S0]], %[[P0]], %{{[0-9]+}}
 CHECK: tc.mbarrier_wait %[[EMPTY]], %slot
 CHECK: tc.tma_load
 CHECK: }, {
-CHECK: %width_1 = tc.binary
-CHECK: tc.binary %{{[0-9]+}}, %{{[0-9]+}} {kind = "udiv"} : i64
 CHECK: tc.for %[[CTA]], %[[COUNT]], %[[CTAS]]
 CHECK-NEXT: ^(%program_1: i32, %[[R0:[0-9]+]]: i32, %[[Q0:[0-9]+]]: i32):
-CHECK-NOT: %width_1 {kind = "s{{div|rem}}"}
-CHECK: tc.binary %program_1, %{{[0-9]+}} {kind = "sub"}
-CHECK: %group_id_1 = tc.select
+CHECK: tc.binary %program_1, %[[GX]] {kind = "urem"}
 CHECK: %{{.*}} = tc.for %{{[0-9]+}}, %K, %{{[0-9]+}}, %acc, %pa, %pb, %[[R0]], %[[Q0]], %{{[0-9]+}}
 CHECK: tc.mbarrier_wait %[[FULL]], %read_slot
 CHECK: tc.mbarrier_arrive %[[EMPTY]], %release_slot
 CHECK: %[[LAST:[0-9]+]] = tc.dot_wait
-CHECK-NEXT: tc.mbarrier_arrive %[[EMPTY]], %{{[0-9]+}}, %{{[0-9]+}}
+CHECK-NEXT: %[[RAN:[0-9]+]] = tc.cmp
+CHECK-NEXT: tc.mbarrier_arrive %[[EMPTY]], %{{[0-9]+}}, %[[RAN]]
 CHECK: tc.store
 CHECK-NEXT: tc.yield
 CHECK: tc.mbarrier_inval %[[FULL]]

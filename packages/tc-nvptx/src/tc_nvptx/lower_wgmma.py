@@ -27,20 +27,7 @@ from collections.abc import Sequence
 
 import llvmlite.ir as ir
 from tc_ir.layouts import Mma
-from tc_ir.ops import (
-    BinaryOp,
-    CastOp,
-    CmpOp,
-    ConstantOp,
-    DotOp,
-    DotWaitOp,
-    Operation,
-    OpResult,
-    SelectOp,
-    TmaStoreOp,
-    UnaryOp,
-    Value,
-)
+from tc_ir.ops import BinaryOp, ConstantOp, DotOp, DotWaitOp, Operation, OpResult, SelectOp, TmaStoreOp, Value
 from tc_ir.types import ScalarType, TileType
 from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.k_major_operands import reads_a_from_registers
@@ -307,7 +294,7 @@ def _pin_store_coordinates(ctx: Ctx, wait: DotWaitOp) -> None:
     cores idle meanwhile; left where the program computes them, every warp would compute them
     before its first wgmma instead. So the values they start from (the block's arguments, such as a
     persistent kernel's program index, and the results of ops other than pure scalar arithmetic)
-    pass through an asm statement with side effects here, the block's integer arithmetic from there
+    pass through an asm statement with side effects here, the block's i32 arithmetic from there
     to the coordinates is lowered again after it, and its results pass through another before the
     wait's asm (LLVM moves none of them past another such statement). ptxas may still issue the
     wait first (it did for the 128x256 kernels); the divisions then overlap the accumulator's
@@ -357,24 +344,9 @@ def _is_i32(v: Value) -> bool:
     return isinstance(v.type, ScalarType) and v.type.name == "i32"
 
 
-def _is_integer(v: Value) -> bool:
-    return isinstance(v.type, ScalarType) and v.type.name in ("i1", "i32", "i64")
-
-
-#: Casts between integers (a division by a loop-invariant divisor multiplies in 64 bits,
-#: tc_opt.invariant_division).
-_INTEGER_CASTS = frozenset({"zext", "sext", "trunc"})
-
-
 def _is_arithmetic(op: Operation) -> bool:
-    """Pure scalar integer arithmetic, which lowering again only computes again."""
-    if not all(_is_integer(r) for r in op.results) or not op.results:
-        return False
-    if isinstance(op, CastOp):
-        return op.kind in _INTEGER_CASTS
-    if isinstance(op, UnaryOp):
-        return op.kind in ("iabs", "neg", "not")
-    return isinstance(op, (BinaryOp, SelectOp, CmpOp))
+    """Pure i32 arithmetic, which lowering again only computes again."""
+    return isinstance(op, (BinaryOp, SelectOp)) and all(_is_i32(r) for r in op.results)
 
 
 def _opaque(ctx: Ctx, v: ir.Value) -> ir.Value:

@@ -8,7 +8,6 @@ from .combine_dot import CombineDotAdd
 from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
 from .dot_layouts import ApplyDotPrecision
-from .invariant_division import InvariantDivision
 from .layout_assign import AssignLayouts, RemoveTrivialConverts
 from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
@@ -49,8 +48,6 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         StageDotOperands(o),
         PipelineLoops(o),
         TmaStores(o),
-        # after the loops over a persistent kernel's programs exist
-        InvariantDivision(o),
         AccumulatorInit(o),
         DeadCodeElimination(o),
         AllocateShared(o),
