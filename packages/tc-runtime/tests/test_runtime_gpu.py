@@ -257,10 +257,12 @@ DIVIDE_SRC = """__global__ void k(int* X, int* Q, int* R, unsigned* UQ, unsigned
 }"""
 
 
-def test_division_by_a_loop_invariant_divisor_on_the_gpu() -> None:
-    """tc_opt.invariant_division's reciprocal multiply on the GPU: C's quotient and remainder of
-    int and unsigned dividends across the 32-bit range, for divisors at the edges (1, -1, powers
-    of two, the largest and smallest), as Python's integers give them."""
+def test_integer_division_by_a_loop_invariant_divisor_on_the_gpu() -> None:
+    """Integer division inside a loop by a divisor the loop does not change, on the GPU: C's
+    quotient and remainder of int and unsigned dividends across the 32-bit range, for divisors at
+    the edges (1, -1, powers of two, the largest and smallest), as Python's integers give them
+    (the interpreter's semantics; a reciprocal-multiply rewrite of such divisions was tried, see
+    NOTES.md, twenty-third session)."""
     torch = pytest.importorskip("torch")
     k = tc.kernel(DIVIDE_SRC, device="cuda:0")
     values = [0, 1, -1, 2, -2, 7, -7, 641, 65535, 65536, 2**30, 2**31 - 1, -(2**31) + 1, -(2**31)]
