@@ -2,7 +2,8 @@
 (dA = dC B^T and dB = A^T dC, which tc_torch.matmul runs through its transposed variants) in
 fp16 and bf16, and float32 products on tf32 tensor cores against torch with allow_tf32, in
 TFLOPS of tc_torch.matmul, torch.matmul and Triton's tutorial matmul (fp16 only), one run: the
-providers of each product take turns in interleaved rounds (medians).
+providers of each product take turns in interleaved rounds (medians; the table's last column is
+the quartiles of tc's speed over torch's round by round: how far one run's ratio can be read).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_backward.py
         [--shapes 4096x4096x4096,8192x8192x1024] [--json OUT] [--device cpu]
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from bench_matmul import parse_shapes  # noqa: E402  (MxNxK lists, as bench_matmul reads them)
-from bench_rounds import interleaved  # noqa: E402
+from bench_rounds import interleaved_rounds, paired_speedups, quartiles  # noqa: E402
 
 DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,4096x14336x4096,1024x4096x14336"
 CPU_SHAPES = "64x48x80,33x70x45"
@@ -45,6 +47,24 @@ def close(got: Any, ref: Any, tf32: bool) -> bool:
     err = (got.float() - ref).abs().max().item()
     scale = ref.abs().max().item()
     return bool(err <= (1e-2 * scale if tf32 else 0.5 + 2e-2 * scale))
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a markdown table: TFLOPS (medians of the rounds), the ratios of the medians,
+    and the quartiles of tc's speed over torch's round by round (how much one run's ratio moves)."""
+    lines = ["| shape | dtype | product | tc | torch | triton | tc / torch | tc / triton | tc / torch per round (quartiles) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        tc_, to, tr = row.get("tc"), row.get("torch"), row.get("triton")
+        cells = [v if isinstance(v, str) else f"{v:.1f}" if v else "-" for v in (tc_, to, tr)]
+        measured = isinstance(tc_, float)
+        r1 = f"{tc_ / to:.2f}" if measured and to else "-"
+        r2 = f"{tc_ / tr:.2f}" if measured and tr else "-"
+        q = row.get("tc_torch_quartiles")
+        spread = f"{q[0]:.3f} / {q[1]:.3f} / {q[2]:.3f}" if q else "-"
+        lines.append(f"| {row['shape']} | {row['dtype']} | {row['op']} | " + " | ".join(cells)
+                     + f" | {r1} | {r2} | {spread} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,21 +122,16 @@ def main(argv: list[str] | None = None) -> int:
                 if timed:  # the providers take turns, round after round (tools/bench_rounds.py)
                     torch.backends.cuda.matmul.allow_tf32 = tf32
                     try:
-                        ms = interleaved(timed, rounds=args.rounds)
+                        rounds = interleaved_rounds(timed, rounds=args.rounds)
                     finally:
                         torch.backends.cuda.matmul.allow_tf32 = False
-                    row.update({name: 2.0 * m * n * k / (t * 1e-3) / 1e12 for name, t in ms.items()})
+                    row.update({name: 2.0 * m * n * k / (statistics.median(t) * 1e-3) / 1e12
+                                for name, t in rounds.items()})
+                    if "tc" in rounds and "torch" in rounds:
+                        row["tc_torch_quartiles"] = quartiles(paired_speedups(rounds, "tc", "torch"))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    print("\n| shape | dtype | product | tc | torch | triton | tc / torch | tc / triton |")
-    print("|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        tc_, to, tr = row.get("tc"), row.get("torch"), row.get("triton")
-        cells = [v if isinstance(v, str) else f"{v:.1f}" if v else "-" for v in (tc_, to, tr)]
-        measured = isinstance(tc_, float)
-        r1 = f"{tc_ / to:.2f}" if measured and to else "-"
-        r2 = f"{tc_ / tr:.2f}" if measured and tr else "-"
-        print(f"| {row['shape']} | {row['dtype']} | {row['op']} | " + " | ".join(cells) + f" | {r1} | {r2} |")
+    print("\n" + table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "rows": rows}, indent=1))
     return 0 if ok else 1

@@ -7,7 +7,8 @@ sizes 2048 to 8192 in steps of 256 (the spec's sweep from 2048), timed in interl
 
 Each size is checked against torch first (a wrong result is reported, never timed, and makes the
 exit status 1). Prints one line per size, then a markdown table and a summary line (`SUMMARY`:
-the lowest ratio to Triton and where, the sizes below 1.0, the median ratio to cuBLAS).
+the lowest ratio to Triton and where, the sizes below 1.0, the median ratio to cuBLAS); each size's
+line also gives the quartiles of tc's speed over Triton's round by round.
 bench_sweeps.py's matmul sweep times single shots; these rounds are what the verdict is read from.
 """
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import tc_torch
-    from bench_rounds import interleaved
+    from bench_rounds import interleaved_rounds, paired_speedups, quartiles
     from triton_matmul import triton_matmul
 
     rows: list[dict[str, Any]] = []
@@ -100,13 +101,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{size}: " + ", ".join(bad), flush=True)
             wrong += 1
             continue
-        ms = interleaved({"cublas": lambda: torch.matmul(a, b), "triton": lambda: triton_matmul(a, b),
-                          "tc": lambda: tc_torch.matmul(a, b)}, rounds=args.rounds, rep=args.rep)
-        row = {"size": size, **{k: 2.0 * size ** 3 / (v * 1e-3) / 1e12 for k, v in ms.items()}}
+        times = interleaved_rounds({"cublas": lambda: torch.matmul(a, b), "triton": lambda: triton_matmul(a, b),
+                                    "tc": lambda: tc_torch.matmul(a, b)}, rounds=args.rounds, rep=args.rep)
+        row = {"size": size, **{k: 2.0 * size ** 3 / (statistics.median(v) * 1e-3) / 1e12 for k, v in times.items()}}
         rows.append(row)
+        q1, _, q3 = quartiles(paired_speedups(times, "tc", "triton"))
         print(f"{size}: cuBLAS {row['cublas']:.1f}, Triton {row['triton']:.1f}, tc {row['tc']:.1f} TFLOPS; "
-              f"tc / Triton {row['tc'] / row['triton']:.3f}, tc / cuBLAS {row['tc'] / row['cublas']:.3f} "
-              f"({time.time() - start:.0f} s)", flush=True)
+              f"tc / Triton {row['tc'] / row['triton']:.3f} (per round {q1:.3f}-{q3:.3f}), "
+              f"tc / cuBLAS {row['tc'] / row['cublas']:.3f} ({time.time() - start:.0f} s)", flush=True)
     print()
     print(table(rows))
     print(summary(rows))

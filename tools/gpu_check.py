@@ -443,6 +443,9 @@ def matmul_bench(r: Report) -> None:
         for row in _json.loads(out.read_text())["rows"]:
             ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton")
                                if isinstance(row.get(p), float) and isinstance(row.get("tc"), float))
+            q = row.get("tc_torch_quartiles")
+            if q:  # (tc over torch round by round: lower quartile - upper quartile)
+                ratios += f" (per round {q[0]:.3f}-{q[2]:.3f})"
             r.number(f"matmul {row['dtype']} {row['shape']} {row['op']}",
                      f"tc {row.get('tc', 0):.1f} TFLOPS, {ratios}")
 
