@@ -52,8 +52,8 @@ def close(got: Any, ref: Any, tf32: bool) -> bool:
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table: TFLOPS (medians of the rounds), the ratios of the medians,
     and the quartiles of tc's speed over torch's round by round (how much one run's ratio moves)."""
-    lines = ["| shape | dtype | product | tc | torch | triton | tc / torch | tc / triton | tc / torch per round (quartiles) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| shape | dtype | product | tc | torch | triton | tc / torch | tc / triton "
+             "| tc / torch per round (quartiles) |", "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         tc_, to, tr = row.get("tc"), row.get("torch"), row.get("triton")
         cells = [v if isinstance(v, str) else f"{v:.1f}" if v else "-" for v in (tc_, to, tr)]

@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         times = interleaved_rounds({"cublas": lambda: torch.matmul(a, b), "triton": lambda: triton_matmul(a, b),
                                     "tc": lambda: tc_torch.matmul(a, b)}, rounds=args.rounds, rep=args.rep)
-        row = {"size": size, **{k: 2.0 * size ** 3 / (statistics.median(v) * 1e-3) / 1e12 for k, v in times.items()}}
+        row = {"size": size, **{k: 2.0 * size ** 3 / (statistics.median(v) * 1e-3) / 1e12
+                                for k, v in times.items()}}
         rows.append(row)
         q1, _, q3 = quartiles(paired_speedups(times, "tc", "triton"))
         print(f"{size}: cuBLAS {row['cublas']:.1f}, Triton {row['triton']:.1f}, tc {row['tc']:.1f} TFLOPS; "

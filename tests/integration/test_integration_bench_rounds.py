@@ -34,9 +34,10 @@ def test_quartiles() -> None:
 
 
 def test_the_table_shows_each_products_spread() -> None:
-    rows: list[dict[str, Any]] = [{"shape": "4096x4096x4096", "dtype": "float16", "op": "C = A B", "tc": 700.0, "torch": 690.0,
-             "triton": 650.0, "tc_torch_quartiles": (0.99, 1.012, 1.03)},
-            {"shape": "64x48x80", "dtype": "tf32", "op": "dB = A^T dC", "tc": "ok"}]
+    rows: list[dict[str, Any]] = [
+        {"shape": "4096x4096x4096", "dtype": "float16", "op": "C = A B", "tc": 700.0, "torch": 690.0,
+         "triton": 650.0, "tc_torch_quartiles": (0.99, 1.012, 1.03)},
+        {"shape": "64x48x80", "dtype": "tf32", "op": "dB = A^T dC", "tc": "ok"}]
     lines = backward.table(rows).splitlines()
     assert lines[0].endswith("| tc / torch per round (quartiles) |")
     assert lines[2] == ("| 4096x4096x4096 | float16 | C = A B | 700.0 | 690.0 | 650.0 | 1.01 | 1.08 | "

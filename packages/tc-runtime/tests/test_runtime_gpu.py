@@ -279,10 +279,11 @@ def test_integer_division_by_a_loop_invariant_divisor_on_the_gpu() -> None:
                  (-(2**31), 2**31), (1_000_003, 2**32 - 1), (-2, 2**31 + 1)):
         k(x, q, r, uq.data_ptr(), ur.data_ptr(), n, d, u, grid=(1,))
         torch.cuda.synchronize()
+        got_q, got_r = q.tolist(), r.tolist()
         keep = [i for i, a in enumerate(values) if not (d == -1 and a == -(2**31))]  # (overflows)
         want_q = [trunc_div(values[i], d) for i in keep]
-        assert [q.tolist()[i] for i in keep] == want_q
-        assert [r.tolist()[i] for i in keep] == [values[i] - w * d for i, w in zip(keep, want_q)]
+        assert [got_q[i] for i in keep] == want_q
+        assert [got_r[i] for i in keep] == [values[i] - w * d for i, w in zip(keep, want_q)]
         ux = [a % 2**32 for a in values]
         assert [v % 2**32 for v in uq.tolist()] == [a // u for a in ux]
         assert [v % 2**32 for v in ur.tolist()] == [a % u for a in ux]
