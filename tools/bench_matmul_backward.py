@@ -122,13 +122,13 @@ def main(argv: list[str] | None = None) -> int:
                 if timed:  # the providers take turns, round after round (tools/bench_rounds.py)
                     torch.backends.cuda.matmul.allow_tf32 = tf32
                     try:
-                        rounds = interleaved_rounds(timed, rounds=args.rounds)
+                        times = interleaved_rounds(timed, rounds=args.rounds)
                     finally:
                         torch.backends.cuda.matmul.allow_tf32 = False
                     row.update({name: 2.0 * m * n * k / (statistics.median(t) * 1e-3) / 1e12
-                                for name, t in rounds.items()})
-                    if "tc" in rounds and "torch" in rounds:
-                        row["tc_torch_quartiles"] = quartiles(paired_speedups(rounds, "tc", "torch"))
+                                for name, t in times.items()})
+                    if "tc" in times and "torch" in times:
+                        row["tc_torch_quartiles"] = quartiles(paired_speedups(times, "tc", "torch"))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print("\n" + table(rows))
