@@ -516,8 +516,9 @@ def power_bench(r: Report) -> None:
 
 #: tools/ncu_cycles.py's cases for the `matmul cycles` section (TC_CYCLES_CASES replaces them,
 #: separated by ';').
-CYCLES_CASES = ("--size 4096 --stages 3,4;--size 8192 --stages 3,4;--dtype bf16 --size 4096 --stages 4;"
-                "--kernel tf32nt --size 4096 --stages 3,4;--kernel torchnn --size 4096 --stages 3,4")
+CYCLES_CASES = ("--size 4096 --stages 3,4 --overlap;--size 8192 --stages 3,4 --overlap;"
+                "--dtype bf16 --size 4096 --stages 4 --overlap;"
+                "--kernel tf32nt --size 4096 --stages 3,4;--kernel torchnn --size 4096 --stages 3,4 --overlap")
 #: One kernel's line of ncu_cycles' table: its name and median cycles.
 CYCLES_LINE = re.compile(r"^\s*(.+?): median ([\d,]+) \(")
 

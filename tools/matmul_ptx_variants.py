@@ -4,7 +4,7 @@ Measure-only; nothing here is a compiler feature.
 
     PYTHONPATH=<packages/*/src> python3 tools/matmul_ptx_variants.py [--sizes 4096,8192]
         [--stages 3,4] [--variants halfB,noA,nostore,nowait,cluster,multicast] [--rounds 7]
-        [--kernel tutorial|tf32nt|torchnn] [--save FILE]
+        [--kernel tutorial|tf32nt|torchnn] [--save FILE] [--overlap]
 
 --save FILE writes the first unedited kernel (JSON) for `ncu_cycles.py NAME=FILE`, e.g. from another
 commit's worktree; `--kernel torchnn` (tc_torch's fp16 C = A B kernel, 128x256x64) only saves.
@@ -328,11 +328,13 @@ def variant_ptx(ptx: str, variant: str, stages: int) -> str:
     return timing_variant(ptx, variant)
 
 
-def build_torch_matmul(type_: str, b_transposed: bool, stages: int, tile: tuple[int, int, int]) -> Any:
+def build_torch_matmul(type_: str, b_transposed: bool, stages: int, tile: tuple[int, int, int],
+                       overlap: bool = False) -> Any:
     """tc_torch's matmul kernel as tc_torch runs C = A B (B^T row-major with `b_transposed`) for
     `type_` (half, bf16, or float with precision="tf32"): persistent, 8 warps and a producer warp,
     a bulk-store epilogue (as the tuner's persistent configurations), every argument divisible by
-    16. Its arguments: A, B, C, M, N, K, lda, ldb, ldc and three batch strides."""
+    16 (`overlap`: CompileOptions.overlap_epilogue). Its arguments: A, B, C, M, N, K, lda, ldb, ldc
+    and three batch strides."""
     from tc_nvptx.compiler import compile as tc_compile
     from tc_opt.options import CompileOptions
     from tc_torch.library import source
@@ -340,6 +342,7 @@ def build_torch_matmul(type_: str, b_transposed: bool, stages: int, tile: tuple[
 
     options = CompileOptions(arch="sm_90a", num_warps=8, num_stages=stages, persistent=True,
                              warp_specialize=True, tma_store=True, specialization=("divisible_by_16",) * 12,
+                             overlap_epilogue=overlap,
                              fp32_dot="tf32" if type_ == "float" else "ieee")
     mb, nb, kb = tile
     defines = {"TYPE": type_, "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[b_transposed],
@@ -351,6 +354,17 @@ def build_tf32_nt(stages: int) -> Any:
     """tc_torch's matmul kernel as it runs float32 A B^T with precision="tf32": persistent
     128x256x32, both operands K-contiguous (build_torch_matmul)."""
     return build_torch_matmul("float", True, stages, (128, 256, 32))
+
+
+def build_overlapped(kernel: str, stages: int) -> Any:
+    """`kernel` (tutorial, tf32nt or torchnn) as main builds it, with CompileOptions.overlap_epilogue."""
+    import tma_check
+
+    if kernel == "tf32nt":
+        return build_torch_matmul("float", True, stages, (128, 256, 32), overlap=True)
+    if kernel == "torchnn":
+        return build_torch_matmul("half", False, stages, (128, 256, 64), overlap=True)
+    return tma_check.build(tma_check.TUTORIAL, (128, 256, 64, 8, stages), "persistent+store+overlap", tma_check.SPEC)
 
 
 def edited(ck: Any, ptx: str) -> Any:
@@ -375,6 +389,8 @@ def main() -> None:
     ap.add_argument("--load", action="append", default=[], metavar="NAME=FILE",
                     help="also time (and check) a kernel saved by --save, e.g. by another commit's compiler")
     ap.add_argument("--save", metavar="FILE", help="save the first unedited kernel built here (JSON) and stop")
+    ap.add_argument("--overlap", action="store_true",
+                    help="also build each kernel with CompileOptions.overlap_epilogue (named 'sN ov', checked)")
     args = ap.parse_args()
     tf32 = args.kernel == "tf32nt"
     if args.kernel == "torchnn" and not args.save:
@@ -391,6 +407,8 @@ def main() -> None:
             Path(args.save).write_text(json.dumps({"meta": ck.to_json(), "ptx": ck.ptx}))
             return
         kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
+        if args.overlap and stages >= 4:  # (tc_opt.overlap_epilogue.MIN_STAGES)
+            kernels[f"s{stages} ov"] = (tma_check.Launchable(build_overlapped(args.kernel, stages)), True)
         for v in (v for v in args.variants.split(",") if v):
             try:
                 checked = v in CORRECT or v.startswith("prefetch")

@@ -3,7 +3,7 @@ that the GPU's clock and power state move far less than wall time (measure-only 
 
     PYTHONPATH=<packages/*/src> python3 tools/ncu_cycles.py [--size 4096] [--launches 7]
         [--kernel tutorial|tf32nt|torchnn] [--dtype half|bf16] [--tile 128,256,64] [--groups 8,16]
-        [--stages 3,4] [--variants V,...] [--cache none|all] [--timeout S] NAME=FILE ...
+        [--stages 3,4] [--variants V,...] [--overlap] [--cache none|all] [--timeout S] NAME=FILE ...
 
 Each FILE is a kernel saved by `matmul_ptx_variants.py --save` (e.g. by another commit's
 compiler); `--stages 3,4` also builds this tree's kernels (named s3, s4; the tutorial's
@@ -40,8 +40,9 @@ METRIC = "gpc__cycles_elapsed.max"
 
 def _kernels(args: argparse.Namespace) -> dict[str, Any]:
     import tma_check
-    from matmul_ptx_variants import build_tf32_nt, build_torch_matmul, edited, variant_ptx
+    from matmul_ptx_variants import build_overlapped, build_tf32_nt, build_torch_matmul, edited, variant_ptx
     from tc_nvptx.compiler import CompiledKernel
+    from tc_opt.overlap_epilogue import MIN_STAGES
 
     out: dict[str, Any] = {}
     mb, nb, kb = (int(x) for x in args.tile.split(","))
@@ -58,6 +59,14 @@ def _kernels(args: argparse.Namespace) -> dict[str, Any]:
                 ck = tma_check.build(src, (mb, nb, kb, 8, s), "persistent+store", tma_check.SPEC, args.dtype)
             name = f"s{s}" + (f" g{g}" if g else "")
             out[name] = tma_check.Launchable(ck)
+            if args.overlap and s >= MIN_STAGES:  # (fewer stages: the option changes nothing)
+                if args.kernel == "tutorial":
+                    ov = tma_check.build(src, (mb, nb, kb, 8, s), "persistent+store+overlap", tma_check.SPEC, args.dtype)
+                elif args.kernel == "torchnn":
+                    ov = build_torch_matmul(args.dtype, False, s, (mb, nb, kb), overlap=True)
+                else:
+                    ov = build_overlapped(args.kernel, s)
+                out[f"{name} ov"] = tma_check.Launchable(ov)
             for v in (v for v in args.variants.split(",") if v):
                 out[f"{name} {v}"] = tma_check.Launchable(edited(ck, variant_ptx(ck.ptx, v, s)))
     for item in args.saved:
@@ -108,6 +117,8 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=7)
     ap.add_argument("--stages", default="")
     ap.add_argument("--variants", default="", help="matmul_ptx_variants' edits of each --stages kernel (not checked)")
+    ap.add_argument("--overlap", action="store_true",
+                    help="also each --stages kernel with CompileOptions.overlap_epilogue (named 'sN ov')")
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt", "torchnn"))
     ap.add_argument("--groups", default="", help="the tutorial's MAX_GROUP_SIZE values to build (default: its 8; the tutorial only)")
     ap.add_argument("--tile", default="128,256,64", help="MB,NB,KB (8 warps) of the tutorial kernel or of torchnn")

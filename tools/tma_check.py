@@ -47,7 +47,8 @@ def build(src: str, cfg: tuple[int, int, int, int, int], mode: str, spec: list[s
     mb, nb, kb, w, s = cfg
     options = CompileOptions(arch="sm_90", num_warps=w, num_stages=s, specialization=spec,
                              tma=mode != "cp.async", warp_specialize=mode.startswith(("tma+ws", "persistent", "ws")),
-                             persistent=mode.startswith(("persistent", "tma+p")), tma_store=mode.endswith("+store"))
+                             persistent=mode.startswith(("persistent", "tma+p")), tma_store="+store" in mode,
+                             overlap_epilogue=mode.endswith("+overlap"))
     return tc_compile(src, defines={"TYPE": type_, "MB": mb, "NB": nb, "KB": kb}, options=options)
 
 

@@ -94,3 +94,45 @@ def test_persistent_metadata_round_trips() -> None:
     assert meta["persistent"] is True
     assert CompiledKernel.from_json(meta).persistent
     assert "persistent" not in _compile().to_json()
+
+
+def _overlapped(arch: str = "sm_90") -> CompiledKernel:
+    return compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                   defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 64},
+                   options=CompileOptions(arch=arch, num_warps=8, num_stages=4, specialization=ALIGNED,
+                                          warp_specialize=True, persistent=True, tma_store=True,
+                                          overlap_epilogue=True))
+
+
+def test_a_producer_warpgroup_hands_its_registers_to_the_consumers() -> None:
+    """CompileOptions.overlap_epilogue: four producer warps lower their registers to 40 and all
+    but the first leave; the consumers raise theirs to 232 before their loop. The producer
+    returns at the end of its loop instead of joining the consumers' code (allocated with their
+    registers): none of the consumers' instructions lie in its part of the kernel."""
+    k = _overlapped()
+    assert k.num_warps == 12
+    text = re.sub(r"[ \t]+", " ", k.ptx)
+    filecheck(text, """
+CHECK: .maxntid 384
+CHECK: setp.{{lt.u32 %p[0-9]+, %r[0-9]+, 256|gt.u32 %p[0-9]+, %r[0-9]+, 255}};
+CHECK: setmaxnreg.dec.sync.aligned.u32 40;
+CHECK: setp.gt.u32 %p{{[0-9]+}}, %r{{[0-9]+}}, 287;
+CHECK: mbarrier.arrive.expect_tx
+CHECK: setmaxnreg.inc.sync.aligned.u32 232;
+CHECK: wgmma.mma_async
+""")
+    producer = text[text.index("setmaxnreg.dec"):text.index("setmaxnreg.inc")]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in producer
+    assert "wgmma" not in producer and "bar.sync" not in producer
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_ptxas_keeps_the_overlapped_dots_in_flight() -> None:
+    """The converted tile and the next program's accumulator fit the consumers' 232 registers
+    without spills, and ptxas does not serialize any wgmma (C7514/C7515/C7520: registers touched
+    while in flight). It injects one wait where the consumers' loop exits (C7517)."""
+    k = _overlapped("sm_90a")
+    assert k.cubin and k.spills == 0 and k.registers <= 168
+    log = k.asm["ptxas"]
+    assert not re.search(r"C751[0-6]|C7518|C752\d", log), log
+    assert len(re.findall(r"C7517", log)) <= 1, log

@@ -824,11 +824,15 @@ class WarpSpecializeOp(Operation):
     an empty YieldOp. The kernel runs with `producer_warps` warps more than its layouts use: those
     extra warps run the producer region (one of their threads issues the copies), the program's
     own warps run the consumer region; both then return. Barriers in the consumer region
-    synchronise the consumer warps only."""
+    synchronise the consumer warps only. `producer_registers` (0: no change) and
+    `consumer_registers`: the per-thread register counts each role sets first (setmaxnreg), a
+    producer warpgroup handing registers to the consumers (tc_opt.overlap_epilogue)."""
 
     NAME = "tc.warp_specialize"
     HAS_SIDE_EFFECTS = True
     producer_warps: int = 1
+    producer_registers: int = 0
+    consumer_registers: int = 0
 
     @property
     def producer(self) -> Block:

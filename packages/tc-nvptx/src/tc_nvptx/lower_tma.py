@@ -116,17 +116,41 @@ def lower_warp_specialize(ctx: Ctx, op: WarpSpecializeOp) -> None:
     consumer_bb = b.append_basic_block("consumer")
     join = b.append_basic_block("specialized_join")
     b.cbranch(is_producer, producer_bb, consumer_bb)
+    handoff = op.producer_registers > 0
     for region, bb, leader, threads in ((op.producer, producer_bb, consumers, None),
                                         (op.consumer, consumer_bb, 0, consumers)):
         b.position_at_end(bb)
+        if handoff:
+            _set_registers(ctx, region is op.producer, op)
         saved = ctx.leader, ctx.barrier_threads
         ctx.leader, ctx.barrier_threads = leader, threads
         try:
             ctx.lower_block(region)
         finally:
             ctx.leader, ctx.barrier_threads = saved
-        b.branch(join)
+        if handoff and region is op.producer:
+            b.ret_void()  # (code after the op was allocated with the consumers' registers)
+        else:
+            b.branch(join)
     b.position_at_end(join)
+
+
+def _set_registers(ctx: Ctx, producer: bool, op: WarpSpecializeOp) -> None:
+    """setmaxnreg for this role's warpgroups; the producer's warps but its first one then leave
+    (one thread issues every copy, and idle warps spinning on its barriers would take issue slots
+    from the consumers)."""
+    b = ctx.b
+    count = op.producer_registers if producer else op.consumer_registers
+    action = "dec" if producer else "inc"
+    ctx.asm(ir.VoidType(), f"setmaxnreg.{action}.sync.aligned.u32 {count};", "~{memory}", [], side_effect=True)
+    if producer:
+        first = b.icmp_unsigned("<", ctx.tid, ir.Constant(I32, 32 * (ctx.num_warps + 1)))
+        work = b.append_basic_block("producer_work")
+        leave = b.append_basic_block("producer_leave")
+        b.cbranch(first, work, leave)
+        b.position_at_end(leave)
+        b.ret_void()
+        b.position_at_end(work)
 
 
 @lowers("tc.mbarrier_inval")

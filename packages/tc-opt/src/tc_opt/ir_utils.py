@@ -49,3 +49,21 @@ def replace_uses(root: Block, old: Value, new: Value) -> None:
     for op in root.walk():
         if any(v is old for v in op.operands):
             op.operands = [new if v is old else v for v in op.operands]
+
+
+def clone_op(op: Operation, mapping: dict[Value, Value]) -> Operation:
+    """A deep copy of `op` (its regions too) reading `mapping`'s values in place of the keys;
+    the copies' results and block arguments are added to `mapping`."""
+    regions = []
+    for region in op.regions:
+        block = Block([a.type for a in region.args], [a.name_hint for a in region.args])
+        mapping.update(zip(region.args, block.args))
+        for inner in region.ops:
+            block.append(clone_op(inner, mapping))
+        regions.append(block)
+    new = type(op).create([mapping.get(v, v) for v in op.operands], [r.type for r in op.results], op.attributes(),
+                          regions, loc=op.loc)
+    for result, copied in zip(op.results, new.results):
+        copied.name_hint = result.name_hint
+        mapping[result] = copied
+    return new

@@ -79,6 +79,10 @@ class CompileOptions:
     #: the runtime launching one CTA per SM and passing the grid as hidden parameters; both roles
     #: do with `warp_specialize` (tc_opt.warp_specialize), the whole body does without a producer.
     persistent: bool = False
+    #: With `persistent` and `warp_specialize`: the consumers issue the next program's first dot
+    #: before this program's stores (tc_opt.overlap_epilogue), and the producer becomes a warpgroup
+    #: that hands its registers to them (the launch has four warps more than num_warps).
+    overlap_epilogue: bool = False
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False

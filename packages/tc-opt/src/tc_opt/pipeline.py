@@ -11,6 +11,7 @@ from .dot_layouts import ApplyDotPrecision
 from .layout_assign import AssignLayouts, RemoveTrivialConverts
 from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
+from .overlap_epilogue import OverlapEpilogue
 from .pass_manager import PassManager
 from .pipeline_loops import PipelineLoops
 from .precise_math import PreciseMath
@@ -49,6 +50,8 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         PipelineLoops(o),
         TmaStores(o),
         AccumulatorInit(o),
+        DeadCodeElimination(o),
+        OverlapEpilogue(o),
         DeadCodeElimination(o),
         AllocateShared(o),
         CheckResources(o),

@@ -14,9 +14,11 @@ from tc_ir.layouts import Blocked, DotOperand, Mma, Shared, Slice
 from tc_ir.ops import (
     AtomicCASOp,
     AtomicRMWOp,
+    Block,
     ConvertLayoutOp,
     ForOp,
     Function,
+    IfOp,
     LocalAllocOp,
     Module,
     Operation,
@@ -204,6 +206,27 @@ def loops_of(op: Operation) -> list[Operation]:
     return out
 
 
+def _branches(op: Operation) -> dict[int, Block]:
+    """The if ops around `op` (by id), each with the branch of it that holds `op`."""
+    out: dict[int, Block] = {}
+    blk = op.parent
+    while blk is not None and blk.parent is not None:
+        if isinstance(blk.parent, IfOp):
+            out[id(blk.parent)] = blk
+        blk = blk.parent.parent
+    return out
+
+
+def exclusive(a: Operation, b: Operation) -> bool:
+    """Whether `a` and `b` lie in different branches of one if op, so that no program runs both
+    (an if's condition is a scalar, the same for all the program's threads): their shared memory
+    may overlap however long either one's lives (tc_opt.overlap_epilogue's two versions of a
+    loop over the programs each have an epilogue whose copies may read its buffers until the
+    kernel's exit)."""
+    around = _branches(b)
+    return any(k in around and around[k] is not blk for k, blk in _branches(a).items())
+
+
 def allocate(f: Function) -> Allocation:
     index, end = _number(f)
     users: dict[object, list[Operation]] = {}
@@ -230,17 +253,18 @@ def allocate(f: Function) -> Allocation:
                     if id(loop) not in def_loops:
                         stop = max(stop, end[loop])
         requests.append((start, stop, (size + ALIGN - 1) // ALIGN * ALIGN, op))
-    placed: list[tuple[int, int, int, int]] = []  # start, stop, offset, size
+    placed: list[tuple[int, int, int, int, Operation]] = []  # start, stop, offset, size, op
     alloc = Allocation()
     for start, stop, size, op in sorted(requests, key=lambda r: (r[0], -r[2])):
-        live = sorted((o, o + s) for a, b, o, s in placed if not (b < start or stop < a))
+        live = sorted((o, o + s) for a, b, o, s, other in placed
+                      if not (b < start or stop < a) and not exclusive(op, other))
         align = alignment(op)
         offset = 0
         for lo, hi in live:
             if offset + size <= lo:
                 break
             offset = -(-max(offset, hi) // align) * align
-        placed.append((start, stop, offset, size))
+        placed.append((start, stop, offset, size, op))
         alloc.offsets[op] = offset
         alloc.size = max(alloc.size, offset + size)
     return alloc
