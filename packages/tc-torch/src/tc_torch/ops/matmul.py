@@ -67,7 +67,8 @@ TENSOR_CORE_CONFIGS = [
     # the last wave of 132 SMs idle. H100, 2026-11-25, x cuBLAS in interleaved rounds against the
     # tuner's choice without them: 3072^3 0.80 -> 0.97 (128x192 persistent), 3840^3 0.94 -> 0.97,
     # 4352^3 0.93 -> 0.99 (256x192), 5120^3 0.89 -> 0.93
-    _cfg(128, 192, 64, 8, 4, **PERSISTENT), _cfg(256, 192, 64, 8, 3),
+    _cfg(128, 192, 64, 8, 4, **PERSISTENT), _cfg(128, 192, 64, 8, 4, **PERSISTENT, overlap_epilogue=True),
+    _cfg(256, 192, 64, 8, 3),
     # 256x160 (no producer warp: its accumulator leaves too few registers under 9 warps): 5120^3
     # is 640 such tiles, 5 for each of 128 CTAs, where 128x256 tiles give 7 to some CTAs and 6
     # to others. H100, 2026-11-26, tutorial kernel x cuBLAS in 7 interleaved rounds: 0.968
