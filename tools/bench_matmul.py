@@ -25,12 +25,15 @@ from bench_rounds import interleaved  # noqa: E402
 SRC = (ROOT / "packages" / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
 
 #: (MB, NB, KB, num_warps, num_stages[, schedule]); "persistent": one program per SM looping over
-#: the tiles, with a producer warp and bulk-store epilogues (tc.config options)
+#: the tiles, with a producer warp and bulk-store epilogues (tc.config options); "overlap": each
+#: tile's first product issued before the previous tile's stores (CompileOptions.overlap_epilogue)
 CONFIGS: list[tuple[Any, ...]] = [
     (128, 128, 32, 4, 3), (128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (128, 256, 32, 8, 3), (128, 256, 64, 8, 3),
     (128, 256, 64, 8, 4), (256, 128, 32, 8, 3), (128, 128, 64, 8, 4), (64, 128, 32, 4, 4), (128, 64, 32, 4, 4),
-    (64, 64, 64, 4, 3), (128, 256, 64, 8, 3, "persistent"), (128, 256, 64, 8, 4, "persistent")]
-SCHEDULES = {"persistent": {"persistent": True, "tma_store": True}}
+    (64, 64, 64, 4, 3), (128, 256, 64, 8, 3, "persistent"), (128, 256, 64, 8, 4, "persistent"),
+    (128, 256, 64, 8, 4, "overlap")]
+SCHEDULES = {"persistent": {"persistent": True, "tma_store": True},
+             "overlap": {"persistent": True, "tma_store": True, "overlap_epilogue": True}}
 #: The line before the table of interleaved rounds (tools/gpu_check.py reads the rows after it).
 INTERLEAVED = "interleaved rounds"
 
