@@ -167,3 +167,43 @@ CHECK-NEXT: %[[Y:[0-9]+]] = tc.binary %y, %i {kind = "add"}
 CHECK-NEXT: tc.yield %[[Y]]
 CHECK: tc.store %p, %[[B]]
 """)
+
+
+def test_branches_of_an_if_outside_loops_are_exclusive() -> None:
+    """shared_alloc.exclusive: ops in the two branches of an if that runs once may share shared
+    memory; not in one branch, and not in an if inside a loop (one iteration may take the then
+    branch, the next the else branch, while the first one's bulk copies still read)."""
+    from tc_opt.shared_alloc import exclusive
+
+    m = parse_module("""
+module {
+  tc.func global @k(%n: i32, %c: i1) {
+    %0 = tc.constant {value = 0} : i32
+    %1 = tc.constant {value = 1} : i32
+    tc.if %c ({
+      %a = tc.constant {value = 2} : i32
+      %b = tc.constant {value = 3} : i32
+      tc.yield
+    }, {
+      %d = tc.constant {value = 4} : i32
+      tc.yield
+    })
+    tc.for %0, %n, %1 ({
+    ^(%i: i32):
+      tc.if %c ({
+        %e = tc.constant {value = 5} : i32
+        tc.yield
+      }, {
+        %f = tc.constant {value = 6} : i32
+        tc.yield
+      })
+      tc.yield
+    })
+    tc.return
+  }
+}
+""")
+    ops = {op.result.name_hint: op for op in m.walk() if isinstance(op, O.ConstantOp) and op.result.name_hint}
+    assert exclusive(ops["a"], ops["d"]) and exclusive(ops["d"], ops["b"])
+    assert not exclusive(ops["a"], ops["b"])
+    assert not exclusive(ops["e"], ops["f"])

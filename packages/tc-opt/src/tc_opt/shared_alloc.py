@@ -207,22 +207,24 @@ def loops_of(op: Operation) -> list[Operation]:
 
 
 def _branches(op: Operation) -> dict[int, Block]:
-    """The if ops around `op` (by id), each with the branch of it that holds `op`."""
+    """The if ops around `op` (by id) that run at most once (in no loop), each with the branch
+    of it that holds `op`."""
     out: dict[int, Block] = {}
     blk = op.parent
     while blk is not None and blk.parent is not None:
-        if isinstance(blk.parent, IfOp):
+        if isinstance(blk.parent, IfOp) and not loops_of(blk.parent):
             out[id(blk.parent)] = blk
         blk = blk.parent.parent
     return out
 
 
 def exclusive(a: Operation, b: Operation) -> bool:
-    """Whether `a` and `b` lie in different branches of one if op, so that no program runs both
-    (an if's condition is a scalar, the same for all the program's threads): their shared memory
-    may overlap however long either one's lives (tc_opt.overlap_epilogue's two versions of a
-    loop over the programs each have an epilogue whose copies may read its buffers until the
-    kernel's exit)."""
+    """Whether `a` and `b` lie in different branches of one if op that runs at most once, so that
+    no program runs both (an if's condition is a scalar, the same for all the program's threads):
+    their shared memory may overlap however long either one's lives (tc_opt.overlap_epilogue's
+    two versions of a loop over the programs each have an epilogue whose copies may read its
+    buffers until the kernel's exit). Not in a loop: its iterations may take both branches, and
+    bulk copies issued in one may still read their buffer in the next."""
     around = _branches(b)
     return any(k in around and around[k] is not blk for k, blk in _branches(a).items())
 
