@@ -5,7 +5,7 @@ interleaved with cuBLAS). Says whether the tuner's ranking of close configuratio
 benchmarks' (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_configs.py [--size 8192]
-        [--dtype half|bf16] [--configs I,J,...] [--rounds 5]
+        [--dtype half|bf16] [--configs I,J,...] [--rounds 5] [--order tuner-first|bench-first]
 
 --configs: indices into tc_torch's TENSOR_CORE_CONFIGS (default: the 128x256x64/8 ones and the
 persistent ones, those the tuner's finalists come from at 4096^3 and 8192^3).
@@ -41,6 +41,8 @@ def main() -> None:
     ap.add_argument("--dtype", default="half", choices=("half", "bf16"))
     ap.add_argument("--configs", default="")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--order", default="tuner-first", choices=("tuner-first", "bench-first"),
+                    help="which way is timed first (the GPU warms up over the run)")
     args = ap.parse_args()
     cfgs = mm.TENSOR_CORE_CONFIGS
     if args.configs:
@@ -66,15 +68,22 @@ def main() -> None:
         print(f"{label(cfg)}: max error against torch {err:.3g}", flush=True)
         runs[label(cfg)] = run
     flops = 2.0 * n ** 3
-    # the tuner's way: the configurations take turns, each timed by median_ms's 100 ms windows
     device = driver.Device(torch.cuda.current_device())
     stream = torch.cuda.current_stream().cuda_stream
     tuner: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(args.rounds):
-        for name, run in runs.items():
-            tuner[name].append(median_ms(run, device, stream, FINAL_MEASURE_MS, FINAL_MAX_REPS))
+
+    def tuners_way() -> None:
+        """The configurations take turns, each timed by median_ms's 100 ms windows."""
+        for _ in range(args.rounds):
+            for name, run in runs.items():
+                tuner[name].append(median_ms(run, device, stream, FINAL_MEASURE_MS, FINAL_MAX_REPS))
+
+    if args.order == "tuner-first":
+        tuners_way()
     # the benchmarks' way: do_bench in interleaved rounds, cuBLAS among them
     bench = interleaved_rounds({"cuBLAS": lambda: torch.matmul(a, b), **runs}, rounds=args.rounds, rep=100)
+    if args.order == "bench-first":
+        tuners_way()
     cublas = statistics.median(bench["cuBLAS"])
     print(f"\n{n}^3 {args.dtype}, medians of {args.rounds} rounds (TFLOPS; x cuBLAS in the benchmarks' rounds)")
     print("| configuration | tuner's way | benchmarks' way | x cuBLAS |\n|---|---|---|---|")
