@@ -207,3 +207,11 @@ module {
     assert exclusive(ops["a"], ops["d"]) and exclusive(ops["d"], ops["b"])
     assert not exclusive(ops["a"], ops["b"])
     assert not exclusive(ops["e"], ops["f"])
+
+
+def test_an_accumulator_that_starts_nonzero_is_left_alone() -> None:
+    """The peeled dot does not read its accumulator, which is right only for one that starts at
+    zero."""
+    src = TUTORIAL.replace("float acc[MB, NB] = 0;", "float acc[MB, NB] = 1;")
+    assert src != TUTORIAL
+    assert _ws(_gpu_ir(src=src)).producer_warps == 1

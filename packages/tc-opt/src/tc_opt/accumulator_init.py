@@ -26,7 +26,7 @@ from .pass_manager import Pass
 from .shared_alloc import loops_of
 
 
-def _is_positive_zero(v: object) -> bool:
+def is_positive_zero(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0 and math.copysign(1.0, v) > 0
 
 
@@ -41,7 +41,7 @@ def zero_started_dot(loop: ForOp, index: int) -> tuple[DotOp, DotWaitOp] | None:
     if term is None or parent is None or not isinstance(arg.type, TileType):
         return None
     init = loop.inits[index]
-    if init.type != arg.type or not _is_positive_zero(constant_of(init)):
+    if init.type != arg.type or not is_positive_zero(constant_of(init)):
         return None
     readers = uses(body).get(arg, [])
     dot = readers[0] if len(readers) == 1 else None
@@ -101,4 +101,4 @@ class AccumulatorInit(Pass):
                         start_undefined(loop, index, *found)
 
 
-__all__ = ["AccumulatorInit", "start_undefined", "zero_started_dot"]
+__all__ = ["AccumulatorInit", "is_positive_zero", "start_undefined", "zero_started_dot"]

@@ -45,6 +45,7 @@ from __future__ import annotations
 from tc_ir.ops import (
     Block,
     BlockArgument,
+    CmpOp,
     ConstantOp,
     DotOp,
     DotWaitOp,
@@ -61,6 +62,7 @@ from tc_ir.ops import (
 )
 from tc_ir.types import TileType
 
+from .accumulator_init import is_positive_zero
 from .ir_utils import clone_op, replace_uses, uses
 from .pass_manager import Pass
 from .pipeline_loops import _Emitter
@@ -155,6 +157,12 @@ def _invariant_slice(tile_body: Block, needed: list[Value]) -> list[Operation] |
     return [op for op in tile_body.ops if op in keep]
 
 
+def _compares(v: Value, predicate: str, a: Value, b: Value) -> bool:
+    """Whether `v` is `a <predicate> b` (tc.cmp)."""
+    return (isinstance(v, OpResult) and isinstance(v.op, CmpOp) and v.op.predicate == predicate
+            and v.op.operands[0] is a and v.op.operands[1] is b)
+
+
 class _Plan:
     """What the rewrite needs of one consumer loop over the programs."""
 
@@ -200,7 +208,13 @@ def plan_overlap(tile: ForOp) -> _Plan | None:
     if loop.inits[slots[0]] is not tb.args[1] or loop.inits[slots[1]] is not tb.args[2]:
         return None
     acc_init = loop.inits[acc]
-    if not (isinstance(acc_init, OpResult) and isinstance(acc_init.op, ConstantOp)):
+    if not (isinstance(acc_init, OpResult) and isinstance(acc_init.op, ConstantOp)
+            and is_positive_zero(acc_init.op.value)):
+        return None
+    # the peeled iteration relies on these two flags being false at iv = lb and true after it
+    arrive = next(op for op in body.ops if isinstance(op, MBarrierArriveOp))
+    lb = loop.operands[0]
+    if not (_compares(dot.operands[3], "ne", body.args[0], lb) and _compares(arrive.operands[2], "sgt", body.args[0], lb)):
         return None
     tb_uses = uses(tb)
     readers = tb_uses.get(loop.results[acc], [])
