@@ -450,3 +450,59 @@ def test_matmul_tiles_of_192_columns_on_the_gpu(ta: bool, tb: bool, dtype: torch
             mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c])
             err = float((got[0].float() - ref).abs().max())
             assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.defines)
+
+
+#: The tensor-core configurations that overlap a program's epilogue with the next one's first
+#: product (tc_opt.overlap_epilogue).
+OVERLAP_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS if (c.options or {}).get("overlap_epilogue")]
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_overlapped_configurations_compile_with_a_producer_warpgroup(ta: bool, tb: bool) -> None:
+    """Each layout's kernel takes the rewrite (four producer warps beside the configuration's) and
+    keeps its wgmma in flight without spills."""
+    import re
+    import shutil
+
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in OVERLAP_CONFIGS} == {  # type: ignore[call-overload]
+        (128, 256), (128, 192)}
+    for c in OVERLAP_CONFIGS:
+        defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], **c.defines}
+        flags = c.options or {}
+        options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
+                                 specialization=("divisible_by_16",) * 12, persistent=bool(flags.get("persistent")),
+                                 tma_store=bool(flags.get("tma_store")), warp_specialize=bool(flags.get("warp_specialize")),
+                                 overlap_epilogue=bool(flags.get("overlap_epilogue")))
+        ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
+        assert ck.num_warps == c.num_warps + 4 and "setmaxnreg.inc.sync.aligned.u32 232;" in ck.ptx
+        if shutil.which("ptxas"):
+            assert ck.spills == 0 and not re.search(r"C751[0-6]", ck.asm["ptxas"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_overlapped_configurations_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # each configuration alone, batched (the programs' z), at shapes that cut its tiles in M, N
+    # and K, with more programs than SMs and K of one k-step
+    torch.manual_seed(0)
+    def batch(z: int, rows: int, cols: int, transposed: bool) -> torch.Tensor:
+        if transposed:  # each matrix column-major, as _operand's
+            return torch.randn(z, cols, rows, dtype=dtype, device="cuda").transpose(1, 2)
+        return torch.randn(z, rows, cols, dtype=dtype, device="cuda")
+
+    for z, m, n, k in [(2, 1000, 777, 3000), (1, 129, 4100, 520), (3, 1536, 2048, 64)]:
+        a, b = batch(z, m, k, ta), batch(z, k, n, tb)
+        ref = a.float() @ b.float()
+        for c in OVERLAP_CONFIGS:
+            got = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
+            mm.matmul_out(got, a, b, configs=[c])
+            err = float((got.float() - ref).abs().max())
+            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (z, m, n, k, c.defines)
