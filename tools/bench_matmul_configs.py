@@ -5,7 +5,7 @@ interleaved with cuBLAS). Says whether the tuner's ranking of close configuratio
 benchmarks' (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_configs.py [--size 8192]
-        [--dtype half|bf16] [--configs I,J,...] [--rounds 5] [--order tuner-first|bench-first]
+        [--dtype half|bf16] [--configs I,J,...] [--rounds 5] [--order tuner-first|bench-first|interleaved]
 
 --configs: indices into tc_torch's TENSOR_CORE_CONFIGS (default: the 128x256x64/8 ones and the
 persistent ones, those the tuner's finalists come from at 4096^3 and 8192^3).
@@ -33,7 +33,7 @@ def main() -> None:
     import tc_torch
     from bench_rounds import interleaved_rounds
     from tc_runtime import driver
-    from tc_runtime.autotune import FINAL_MAX_REPS, FINAL_MEASURE_MS, median_ms
+    from tc_runtime.autotune import FINAL_MAX_REPS, FINAL_MEASURE_MS, launch_times, median_ms
     from tc_torch.ops import matmul as mm
 
     ap = argparse.ArgumentParser()
@@ -41,8 +41,9 @@ def main() -> None:
     ap.add_argument("--dtype", default="half", choices=("half", "bf16"))
     ap.add_argument("--configs", default="")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--order", default="tuner-first", choices=("tuner-first", "bench-first"),
-                    help="which way is timed first (the GPU warms up over the run)")
+    ap.add_argument("--order", default="tuner-first", choices=("tuner-first", "bench-first", "interleaved"),
+                    help="which way is timed first (the GPU warms up over the run), or all three ways in each "
+                         "round (also the tuner's way with do_bench's L2 flush)")
     args = ap.parse_args()
     cfgs = mm.TENSOR_CORE_CONFIGS
     if args.configs:
@@ -78,19 +79,65 @@ def main() -> None:
             for name, run in runs.items():
                 tuner[name].append(median_ms(run, device, stream, FINAL_MEASURE_MS, FINAL_MAX_REPS))
 
-    if args.order == "tuner-first":
-        tuners_way()
-    # the benchmarks' way: do_bench in interleaved rounds, cuBLAS among them
-    bench = interleaved_rounds({"cuBLAS": lambda: torch.matmul(a, b), **runs}, rounds=args.rounds, rep=100)
-    if args.order == "bench-first":
-        tuners_way()
+    def cublas_mm() -> None:
+        torch.matmul(a, b)
+
+    torch_flushed: dict[str, list[float]] = {k: [] for k in runs}
+    spread: dict[str, list[float]] = {k: [] for k in runs}  # every launch the tuner's way timed
+    if args.order == "interleaved":
+        # per round and configuration, the three ways one after the other: the tuner's (the
+        # driver's memset as its L2 flush), the tuner's with torch's zero_() as the flush (what
+        # do_bench uses), and do_bench itself
+        import tc_runtime.testing as tc_testing
+        from tc_runtime import autotune
+
+        class TorchFlush:
+            def __init__(self) -> None:
+                self.cache = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+
+            def zero_async(self, _stream: int) -> None:
+                self.cache.zero_()
+
+        own = autotune._flush_buffer
+        torch_flush = TorchFlush()
+        bench: dict[str, list[float]] = {"cuBLAS": [], **{k: [] for k in runs}}
+        for _ in range(args.rounds):
+            bench["cuBLAS"].append(tc_testing.do_bench(cublas_mm, warmup=10, rep=100)[0])
+            for name, run in runs.items():
+                samples = launch_times(run, device, stream, FINAL_MEASURE_MS, FINAL_MAX_REPS)
+                tuner[name].append(statistics.median(samples))
+                spread[name].extend(samples)
+                autotune._flush_buffer = lambda _d: torch_flush  # type: ignore[assignment,return-value]
+                try:
+                    torch_flushed[name].append(median_ms(run, device, stream, FINAL_MEASURE_MS, FINAL_MAX_REPS))
+                finally:
+                    autotune._flush_buffer = own
+                bench[name].append(tc_testing.do_bench(run, warmup=10, rep=100)[0])
+    else:
+        if args.order == "tuner-first":
+            tuners_way()
+        # the benchmarks' way: do_bench in interleaved rounds, cuBLAS among them
+        bench = interleaved_rounds({"cuBLAS": cublas_mm, **runs}, rounds=args.rounds, rep=100)
+        if args.order == "bench-first":
+            tuners_way()
     cublas = statistics.median(bench["cuBLAS"])
+
+    def tflops(times: list[float]) -> str:
+        return f"{flops / (statistics.median(times) * 1e-3) / 1e12:.1f}" if times else "-"
+
     print(f"\n{n}^3 {args.dtype}, medians of {args.rounds} rounds (TFLOPS; x cuBLAS in the benchmarks' rounds)")
-    print("| configuration | tuner's way | benchmarks' way | x cuBLAS |\n|---|---|---|---|")
+    print("| configuration | tuner's way | tuner's way, torch's flush | benchmarks' way | x cuBLAS |\n|---|---|---|---|---|")
     for name in runs:
-        t, m = statistics.median(tuner[name]), statistics.median(bench[name])
-        print(f"| {name} | {flops / (t * 1e-3) / 1e12:.1f} | {flops / (m * 1e-3) / 1e12:.1f} | {cublas / m:.3f} |")
-    print(f"| cuBLAS | | {flops / (cublas * 1e-3) / 1e12:.1f} | 1.000 |")
+        ratio = cublas / statistics.median(bench[name])
+        print(f"| {name} | {tflops(tuner[name])} | {tflops(torch_flushed[name])} | {tflops(bench[name])} | {ratio:.3f} |")
+    print(f"| cuBLAS | | | {tflops(bench['cuBLAS'])} | 1.000 |")
+    if any(spread.values()):
+        # a median of launches whose times fall in two clusters moves with the share of each
+        print("\nthe tuner's way, every timed launch (ms): 10th / 25th / 50th / 75th / 90th percentile, mean")
+        for name, times in spread.items():
+            q = statistics.quantiles(times, n=20)
+            print(f"  {name}: {q[1]:.3f} / {q[4]:.3f} / {statistics.median(times):.3f} / {q[14]:.3f} / "
+                  f"{q[17]:.3f}, mean {statistics.mean(times):.3f} ({len(times)} launches)")
 
 
 if __name__ == "__main__":

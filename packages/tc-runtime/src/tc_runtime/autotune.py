@@ -233,6 +233,12 @@ def median_ms(launch: Callable[[], None], device: driver.Device, stream: int,
               measure_ms: float | None = None, max_reps: int | None = None) -> float:
     """Median time of `launch` in milliseconds, by CUDA events on `stream`, L2 flushed first;
     about `measure_ms` of timed launches (default _MEASURE_MS), at most `max_reps` of them."""
+    return float(statistics.median(launch_times(launch, device, stream, measure_ms, max_reps)))
+
+
+def launch_times(launch: Callable[[], None], device: driver.Device, stream: int,
+                 measure_ms: float | None = None, max_reps: int | None = None) -> list[float]:
+    """The milliseconds of each timed launch that `median_ms` takes the median of."""
     launch()
     start, end = driver.Event(), driver.Event()
     start.record(stream)
@@ -252,7 +258,7 @@ def median_ms(launch: Callable[[], None], device: driver.Device, stream: int,
         launch()
         e.record(stream)
     events[-1][1].synchronize()
-    return float(statistics.median(s.elapsed_ms(e) for s, e in events))
+    return [s.elapsed_ms(e) for s, e in events]
 
 
 # ------------------------------------------------------------------------------------ CPU
