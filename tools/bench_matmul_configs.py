@@ -30,7 +30,6 @@ def label(cfg: object) -> str:
 
 def main() -> None:
     import torch
-    import tc_torch
     from bench_rounds import interleaved_rounds
     from tc_runtime import driver
     from tc_runtime.autotune import FINAL_MAX_REPS, FINAL_MEASURE_MS, launch_times, median_ms

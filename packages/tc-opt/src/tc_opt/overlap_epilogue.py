@@ -50,17 +50,16 @@ from tc_ir.ops import (
     DotOp,
     DotWaitOp,
     ForOp,
-    MBarrierArriveOp,
     IfOp,
+    MBarrierArriveOp,
     Module,
-    Operation,
     OpResult,
+    Operation,
+    UndefOp,
     Value,
     WarpSpecializeOp,
-    UndefOp,
     YieldOp,
 )
-from tc_ir.types import TileType
 
 from .accumulator_init import is_positive_zero
 from .ir_utils import clone_op, replace_uses, uses
