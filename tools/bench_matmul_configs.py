@@ -6,6 +6,7 @@ benchmarks' (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_configs.py [--size 8192]
         [--dtype half|bf16] [--configs I,J,...] [--rounds 5] [--order tuner-first|bench-first|interleaved]
+        [--tune-first]
 
 --configs: indices into tc_torch's TENSOR_CORE_CONFIGS (default: the 128x256x64/8 ones and the
 persistent ones, those the tuner's finalists come from at 4096^3 and 8192^3).
@@ -14,6 +15,7 @@ persistent ones, those the tuner's finalists come from at 4096^3 and 8192^3).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -40,10 +42,15 @@ def main() -> None:
     ap.add_argument("--dtype", default="half", choices=("half", "bf16"))
     ap.add_argument("--configs", default="")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--tune-first", action="store_true",
+                    help="let tc_torch's auto-tuner choose among all its configurations on the same tensors "
+                         "first (a fresh TC_CACHE_DIR makes it time them), then time the configurations forced")
     ap.add_argument("--order", default="tuner-first", choices=("tuner-first", "bench-first", "interleaved"),
                     help="which way is timed first (the GPU warms up over the run), or all three ways in each "
                          "round (also the tuner's way with do_bench's L2 flush)")
     args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench_matmul_configs.py times kernels on a CUDA GPU, and torch sees none")
     cfgs = mm.TENSOR_CORE_CONFIGS
     if args.configs:
         chosen = [cfgs[int(i)] for i in args.configs.split(",")]
@@ -56,6 +63,12 @@ def main() -> None:
     b = torch.randn(n, n, device="cuda", dtype=dtype)
     c = torch.empty(n, n, device="cuda", dtype=dtype)
     ref = torch.matmul(a, b)
+    if args.tune_first:
+        # the auto-tuner itself on these tensors first (its rounds print with TC_PRINT_AUTOTUNING=1,
+        # set here unless given): its ranking and the forced timings below then come from one process
+        os.environ.setdefault("TC_PRINT_AUTOTUNING", "1")
+        mm.matmul_out(c[None], a[None], b[None])
+        torch.cuda.synchronize()
     runs = {}
     for cfg in chosen:
         def run(cfg: object = cfg) -> None:
