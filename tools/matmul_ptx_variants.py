@@ -375,6 +375,7 @@ def edited(ck: Any, ptx: str) -> Any:
 
 def main() -> None:
     import torch
+    from tc_opt.overlap_epilogue import MIN_STAGES
 
     import tma_check
     from bench_rounds import interleaved
@@ -407,7 +408,7 @@ def main() -> None:
             Path(args.save).write_text(json.dumps({"meta": ck.to_json(), "ptx": ck.ptx}))
             return
         kernels[f"s{stages}"] = (tma_check.Launchable(ck), True)
-        if args.overlap and stages >= 4:  # (tc_opt.overlap_epilogue.MIN_STAGES)
+        if args.overlap and stages >= MIN_STAGES:  # (fewer stages: the option changes nothing)
             kernels[f"s{stages} ov"] = (tma_check.Launchable(build_overlapped(args.kernel, stages)), True)
         for v in (v for v in args.variants.split(",") if v):
             try:
