@@ -6,7 +6,7 @@ benchmarks' (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_configs.py [--size 8192]
         [--dtype half|bf16] [--configs I,J,...] [--rounds 5] [--order tuner-first|bench-first|interleaved]
-        [--tune-first]
+        [--tune-first] [--retune N]
 
 --configs: indices into tc_torch's TENSOR_CORE_CONFIGS (default: the 128x256x64/8 ones and the
 persistent ones, those the tuner's finalists come from at 4096^3 and 8192^3).
@@ -48,6 +48,9 @@ def main() -> None:
     ap.add_argument("--order", default="tuner-first", choices=("tuner-first", "bench-first", "interleaved"),
                     help="which way is timed first (the GPU warms up over the run), or all three ways in each "
                          "round (also the tuner's way with do_bench's L2 flush)")
+    ap.add_argument("--retune", type=int, default=0,
+                    help="after the forced timings, run tc_torch's auto-tuner N more times on the same tensors "
+                         "(no disk cache: it times every configuration again, the GPU now warm)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_matmul_configs.py times kernels on a CUDA GPU, and torch sees none")
@@ -150,6 +153,18 @@ def main() -> None:
             q = statistics.quantiles(times, n=20)
             print(f"  {name}: {q[1]:.3f} / {q[4]:.3f} / {statistics.median(times):.3f} / {q[14]:.3f} / "
                   f"{q[17]:.3f}, mean {statistics.mean(times):.3f} ({len(times)} launches)")
+
+    for i in range(args.retune):
+        # the same tuner again, now that the GPU has run for a while: if it chooses otherwise, its
+        # choice follows the GPU's state (clock, temperature) rather than the kernels
+        os.environ["TC_PRINT_AUTOTUNING"] = "1"
+        os.environ["TC_DISABLE_CACHE"] = "1"
+        for kern in mm._KERNELS.values():
+            kern._fast.clear()  # type: ignore[attr-defined]
+            kern._records.clear()  # type: ignore[attr-defined]
+        print(f"\nthe tuner again ({i + 1} of {args.retune}):", flush=True)
+        mm.matmul_out(c[None], a[None], b[None])
+        torch.cuda.synchronize()
 
 
 if __name__ == "__main__":
