@@ -555,15 +555,18 @@ def test_autotune_timing_uses_events_warmup_and_l2_flush(fake: FakeCuda,
                   autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4)])
     k(buf.ctypes.data, 64, grid=(2,))
     assert k.num_warps == 4
-    # the buffer the kernel writes is restored before each configuration and before the call
-    assert seen[0] == (64, 0.0) and seen[11] == (128, 0.0) and seen[-1] == (128, 0.0)
+    # the first pass times the configurations in order, then in the reverse order; the buffer
+    # the kernel writes is restored before each configuration's turn and before the call
+    assert [bx for bx, _ in seen[::11]] == [64, 128, 128, 64, 128]
+    assert seen[0] == (64, 0.0) and seen[11] == (128, 0.0) and seen[22] == (128, 0.0)
+    assert seen[33] == (64, 0.0) and seen[-1] == (128, 0.0)
     assert seen[10] == (64, 10.0)
     np.testing.assert_array_equal(_floats(buf), 1)
-    # per configuration: 1 warm-up + 3 estimate launches, then 7 timed ones each after a flush
-    # of the L2 buffer, each between its own pair of events; plus the caller's launch
-    assert fake.launches == 2 * (1 + 3 + 7) + 1
-    assert memsets == [autotune._FLUSH_BYTES] * 14
-    assert len(events) == 2 * (2 + 2 * 7)
+    # per configuration and pass: 1 warm-up + 3 estimate launches, then 7 timed ones each after
+    # a flush of the L2 buffer, each between its own pair of events; plus the caller's launch
+    assert fake.launches == 2 * 2 * (1 + 3 + 7) + 1
+    assert memsets == [autotune._FLUSH_BYTES] * 28
+    assert len(events) == 2 * 2 * (2 + 2 * 7)
 
 
 def test_autotune_keeps_the_fastest_by_median(fake: FakeCuda,
@@ -617,7 +620,8 @@ def test_autotune_times_close_configs_again_in_interleaved_rounds(
     err = capsys.readouterr().err
     # the first pass had num_warps=2 at 1.05 ms against 1.02: both are finalists, 8 warps not
     assert err.count(f"over {autotune.FINAL_ROUNDS} interleaved rounds") == 2 and "num_warps=8" in err
-    assert fake.launches == 3 * (1 + 3 + 7) + 2 * autotune.FINAL_ROUNDS * (1 + 3 + 9) + 1
+    # (the first pass: every configuration in order, then in the reverse order)
+    assert fake.launches == 2 * 3 * (1 + 3 + 7) + 2 * autotune.FINAL_ROUNDS * (1 + 3 + 9) + 1
     # without the rounds the first pass decides (the configuration the drift favoured)
     monkeypatch.setattr(autotune, "FINAL_ROUNDS", 0)
     count = itertools.count()
@@ -625,6 +629,40 @@ def test_autotune_times_close_configs_again_in_interleaved_rounds(
     monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
     k(buf.ctypes.data, 64, grid=(2,))
     assert k.num_warps == 4
+
+
+def test_autotune_cancels_a_steady_drift_by_alternating_the_order(
+        fake: FakeCuda, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the GPU slows a little with every launch (it heats): timed in one order, the configuration
+    # timed first in each round would win; the second one is 1% faster and must be chosen
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
+    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    monkeypatch.setattr(autotune, "FINAL_MAX_REPS", 9)
+    monkeypatch.setattr(autotune, "FINAL_ROUNDS", 4)
+    fake.block_time = {64: 1.00, 128: 0.99}
+    launch = fake.launch
+    count = itertools.count()
+    order: list[int] = []
+
+    def heating(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
+        res = launch(f, grid, bx, stream, params)
+        fake.clock += 0.002 * next(count)  # each launch 2 us slower than the one before
+        if not order or order[-1] != bx:
+            order.append(bx)
+        return res
+
+    monkeypatch.setattr(fake, "launch", heating)
+    buf = fake.alloc(4 * 64)
+    configs = [tc.config(num_warps=2), tc.config(num_warps=4)]
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 4
+    # first pass: in order, then reversed (64, 128 | 128, 64); the rounds, the faster first and
+    # then reversed (128, 64 | 64, 128 | ...); the caller's launch last (128)
+    assert order == [64, 128, 64, 128, 64, 128, 64, 128]
+    assert "over 4 interleaved rounds" in capsys.readouterr().err
 
 
 def test_do_bench_with_driver_events_and_l2_flush(fake: FakeCuda,

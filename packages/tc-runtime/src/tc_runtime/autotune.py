@@ -5,9 +5,14 @@ events (a warm-up launch, then repetitions each after an L2 flush) and the faste
 A GPU's speed drifts while it is timed one configuration after another: heavy kernels heat it and
 its clocks fall, so the configurations timed first look faster (an H100 timing 8192^3 matmuls saw
 the first 10% faster than the same kernel in interleaved rounds), far more than the few percent
-that separate a matmul's best tiles. The FINALISTS fastest configurations of that first pass
-(those within FINAL_MARGIN of the fastest) are therefore timed again, taking turns for
-FINAL_ROUNDS rounds, and the median of each one's rounds decides among them.
+that separate a matmul's best tiles. So the first pass times the configurations in their order,
+then again in the reverse order (half the window each), and takes the mean of the two medians:
+a drift that is linear over the pass then adds the same to every configuration. The FINALISTS
+fastest configurations of that first pass (those within FINAL_MARGIN of the fastest) are timed
+again, taking turns for FINAL_ROUNDS rounds, every other round in the reverse order (without it
+the first in each round gained most while the GPU heated: an H100 tuning 8192^3 at the start of
+a process chose a matmul that its own rounds timed 3% ahead and every later measurement 1-4%
+behind), and the median of each one's rounds decides among them.
 The memory behind the pointer arguments is saved first and restored before each configuration and
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
@@ -47,10 +52,11 @@ _MEASURE_MS = 20.0
 _MIN_REPS, _MAX_REPS = 5, 100
 _FLUSH_BYTES = 256 * 1024 * 1024
 #: Finalists: the FINALISTS fastest configurations of the first pass that are within this
-#: fraction of the fastest, timed again in FINAL_ROUNDS interleaved rounds.
+#: fraction of the fastest, timed again in FINAL_ROUNDS interleaved rounds (an even number: the
+#: rounds alternate between the two orders).
 FINAL_MARGIN = 0.25
 FINALISTS = 4
-FINAL_ROUNDS = 3
+FINAL_ROUNDS = 4
 #: A finalist's window per round (ms of the kernel's own time) and its bound on timed launches:
 #: about a benchmark's (tools/bench_rounds.py), since a GPU kept busy for 100 ms settles at other
 #: clocks than in 20 ms, and the ranking of close configurations followed (H100, 8192^3: with
@@ -136,16 +142,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
             kernel.launch_variant(v, args, grid, stream)
 
         try:
-            for v in candidates:
-                backup.restore(stream)
-                try:
-                    ms = median_ms(functools.partial(run, v), dev, stream)
-                except TcLaunchError as exc:
-                    errors.append(exc)
-                    _say(f"{label}: skipped {v.config}: {_reason(exc)}")
-                    continue
-                timed.append((ms, v))
-                _say(f"{label}: {v.config}: {ms * 1000:.1f} us")
+            timed = _first_pass(candidates, run, backup, dev, stream, label, errors)
             finals = _final_rounds(timed, run, backup, dev, stream, label)
             backup.restore(stream)
         finally:
@@ -161,13 +158,39 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
     return best
 
 
+def _first_pass(candidates: list[Variant], launch: Callable[[Variant], None], backup: Backup,
+                device: driver.Device, stream: int, label: str,
+                errors: list[BaseException]) -> list[tuple[float, Variant]]:
+    """Each candidate's time: the mean of its medians over half a window in the candidates' order
+    and half a window in the reverse order (see the module docstring). A candidate whose launch
+    fails is left out, its error appended to `errors`."""
+    halves: dict[int, list[float]] = {v.index: [] for v in candidates}
+    failed: set[int] = set()
+    for order in (candidates, candidates[::-1]):
+        for v in order:
+            if v.index in failed:
+                continue
+            backup.restore(stream)
+            try:
+                halves[v.index].append(median_ms(functools.partial(launch, v), device, stream,
+                                                 _MEASURE_MS / 2))
+            except TcLaunchError as exc:
+                failed.add(v.index)
+                errors.append(exc)
+                _say(f"{label}: skipped {v.config}: {_reason(exc)}")
+    timed = [(float(statistics.mean(halves[v.index])), v) for v in candidates if v.index not in failed]
+    for ms, v in timed:
+        _say(f"{label}: {v.config}: {ms * 1000:.1f} us")
+    return timed
+
+
 def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant], None],
                   backup: Backup, device: driver.Device, stream: int,
                   label: str) -> list[tuple[float, Variant]]:
     """The finalists of the first pass `timed`, each with the median of FINAL_ROUNDS more
-    measurements, the finalists taking turns in each round (see the module docstring); [] when
-    fewer than two qualify. The first pass only chooses the finalists: its order is what biased
-    it."""
+    measurements, the finalists taking turns in each round, in the reverse order every other
+    round (see the module docstring); [] when fewer than two qualify. The first pass only chooses
+    the finalists: its windows are short, and what drifts during them biases it."""
     if not timed:
         return []
     fastest = min(t for t, _ in timed)
@@ -175,8 +198,8 @@ def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant]
     if len(finalists) < 2 or FINAL_ROUNDS < 1:
         return []
     rounds: dict[int, list[float]] = {v.index: [] for v in finalists}
-    for _ in range(FINAL_ROUNDS):
-        for v in finalists:
+    for r in range(FINAL_ROUNDS):
+        for v in (finalists if r % 2 == 0 else finalists[::-1]):
             backup.restore(stream)
             rounds[v.index].append(median_ms(functools.partial(launch, v), device, stream,
                                              FINAL_MEASURE_MS, FINAL_MAX_REPS))
