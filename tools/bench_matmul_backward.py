@@ -128,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                     row.update({name: 2.0 * m * n * k / (statistics.median(t) * 1e-3) / 1e12
                                 for name, t in times.items()})
                     if "tc" in times and "torch" in times:
-                        row["tc_torch_quartiles"] = quartiles(paired_speedups(times, "tc", "torch"))
+                        speedups = paired_speedups(times, "tc", "torch")
+                        row["tc_torch_rounds"] = speedups  # (tools/bench_matmul_pooled.py pools them)
+                        row["tc_torch_quartiles"] = quartiles(speedups)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print("\n" + table(rows))

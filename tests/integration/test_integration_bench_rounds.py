@@ -43,3 +43,45 @@ def test_the_table_shows_each_products_spread() -> None:
     assert lines[2] == ("| 4096x4096x4096 | float16 | C = A B | 700.0 | 690.0 | 650.0 | 1.01 | 1.08 | "
                         "0.990 / 1.012 / 1.030 |")
     assert lines[3] == "| 64x48x80 | tf32 | dB = A^T dC | ok | - | - | - | - | - |"
+
+
+def test_pooled_rounds_of_several_runs() -> None:
+    """tools/bench_matmul_pooled.py: every round of every run pooled per product, each run's
+    median, how many are at least 1.0; a product one run did not time adds no rounds."""
+    import bench_matmul_pooled as pooled
+
+    c, da = ("4096x4096x4096", "float16", "C = A B"), ("4096x4096x4096", "float16", "dA = dC B^T")
+
+    def row(key: tuple[str, str, str], rounds: list[float] | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"shape": key[0], "dtype": key[1], "op": key[2]}
+        if rounds is not None:
+            out["tc_torch_rounds"] = rounds
+        return out
+
+    runs = [[row(c, [0.98, 0.99, 1.00]), row(da, [1.05, 1.06, 1.07])],
+            [row(c, [1.02, 1.04]), row(da, None)]]
+    first, second = pooled.pool(runs)
+    assert (first["op"], first["runs"], first["rounds"]) == ("C = A B", 2, 5)
+    assert first["quartiles"] == pytest.approx((0.99, 1.00, 1.02))
+    assert first["run_medians"] == pytest.approx([0.99, 1.03]) and first["runs_at_least_1"] == 1
+    assert (second["runs"], second["rounds"], second["runs_at_least_1"]) == (1, 3, 1)
+    lines = pooled.table([first, second, *pooled.pool([[row(c, None)]])]).splitlines()
+    assert lines[2] == ("| 4096x4096x4096 | float16 | C = A B | 2 | 5 | 0.990 / 1.000 / 1.020 | "
+                        "0.990-1.030 | 1 of 2 |")
+    assert lines[3].endswith("| 1 | 3 | 1.055 / 1.060 / 1.065 | 1.060-1.060 | 1 of 1 |")
+    assert lines[4] == "| 4096x4096x4096 | float16 | C = A B | 0 | 0 | - | - | - |"
+
+
+def test_backward_rows_of_the_cpu_pool_to_no_rounds(tmp_path: Path) -> None:
+    """bench_matmul_backward on the CPU (the interpreter checks the products, nothing is timed)
+    writes rows without rounds; pooled, they say so instead of failing."""
+    import json
+
+    import bench_matmul_pooled as pooled
+
+    out = tmp_path / "rows.json"
+    assert backward.main(["--device", "cpu", "--shapes", "33x70x45", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 9 and all(r["tc"] == "ok" and "tc_torch_rounds" not in r for r in rows)
+    table = pooled.pool([rows, rows])
+    assert len(table) == 9 and all((r["runs"], r["rounds"]) == (0, 0) and "quartiles" not in r for r in table)

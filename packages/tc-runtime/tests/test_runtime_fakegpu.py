@@ -387,10 +387,20 @@ def test_autotune_times_restores_and_remembers(fake: FakeCuda,
     assert fake.launches == launches + 1
     assert k2.num_warps == 2
     assert "remembered on disk" in capsys.readouterr().err
+    # TC_RETUNE=1: a new process times the configurations again instead of reading the choice
+    monkeypatch.setenv("TC_RETUNE", "1")
+    k3 = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [16, 32]},
+                   autotune_configs=configs, autotune_key=["N"])
+    launches = fake.launches
+    k3(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    assert fake.launches > launches + 10 and k3.num_warps == 2
+    assert "remembered on disk" not in capsys.readouterr().err
+    monkeypatch.delenv("TC_RETUNE")
     # a new key value tunes again
     k2(buf.ctypes.data, 32, grid=lambda opt: (tc.cdiv(32, opt.BLOCK),))
     assert fake.launches > launches + 10
-    assert _floats(buf)[0] == 4 and _floats(buf)[40] == 3
+    # (each call but the last added one to all 64: four of them; the last, N = 32, to the first 32)
+    assert _floats(buf)[0] == 5 and _floats(buf)[40] == 4
 
 
 def test_autotune_skips_configs_that_fail(fake: FakeCuda, capsys: pytest.CaptureFixture[str],

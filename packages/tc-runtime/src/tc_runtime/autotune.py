@@ -16,7 +16,8 @@ behind), and the median of each one's rounds decides among them.
 The memory behind the pointer arguments is saved first and restored before each configuration and
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
-original runtime benchmarked on live data). The choice is remembered in memory and on disk.
+original runtime benchmarked on live data). The choice is remembered in memory and on disk
+(TC_RETUNE=1 tunes again rather than read it).
 
 On the CPU (the interpreter) the configurations are run from the same inputs and their results
 must agree (with a float tolerance): a configuration that computes something else is a bug in the
@@ -106,7 +107,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
     record_key = cache_key({**kernel.base_key(0), "what": "autotune", "arch": kernel.arch,
                             "spec": list(spec), "values": [repr(v) for v in values],
                             "configs": [repr(c) for c in kernel.configs]})
-    if cache is not None and not knobs.always_compile():
+    if cache is not None and not knobs.always_compile() and not knobs.retune():
         record = cache.get_record(record_key)
         index = record.get("index") if record else None
         if isinstance(index, int) and 0 <= index < len(kernel.configs) \

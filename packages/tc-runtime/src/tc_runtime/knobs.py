@@ -52,6 +52,13 @@ def print_autotuning() -> bool:
     return _flag("TC_PRINT_AUTOTUNING")
 
 
+def retune() -> bool:
+    """TC_RETUNE=1: time the configurations again where a choice is remembered on disk (and
+    remember the new one); compiled kernels still come from the cache. One tuning's choice among
+    configurations within a few percent of each other follows the GPU's state at the time."""
+    return _flag("TC_RETUNE")
+
+
 def skip_autotuning() -> bool:
     """TC_SKIP_AUTOTUNING=1: launch the first configuration without timing the others."""
     return _flag("TC_SKIP_AUTOTUNING")
