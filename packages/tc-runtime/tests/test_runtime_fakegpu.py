@@ -579,6 +579,23 @@ def test_autotune_timing_uses_events_warmup_and_l2_flush(fake: FakeCuda,
     assert len(events) == 2 * 2 * (2 + 2 * 7)
 
 
+def test_autotune_first_pass_halves_cost_no_more_launches(fake: FakeCuda,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # a short kernel (each timed launch follows an L2 flush longer than it): each half of the
+    # first pass times at most half of _MAX_REPS launches, so both halves together time as many
+    # as one pass did
+    monkeypatch.setattr(autotune, "_MIN_REPS", 5)
+    monkeypatch.setattr(autotune, "_MAX_REPS", 20)
+    fake.block_time = {64: 0.01, 128: 0.05}  # 5x apart: no final rounds
+    buf = fake.alloc(4 * 64)
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32},
+                  autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4)])
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 2
+    # per configuration and half: 1 warm-up + 3 estimate launches + 10 timed; the caller's launch
+    assert fake.launches == 2 * 2 * (1 + 3 + 10) + 1
+
+
 def test_autotune_keeps_the_fastest_by_median(fake: FakeCuda,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(autotune, "_MIN_REPS", 7)

@@ -163,8 +163,10 @@ def _first_pass(candidates: list[Variant], launch: Callable[[Variant], None], ba
                 device: driver.Device, stream: int, label: str,
                 errors: list[BaseException]) -> list[tuple[float, Variant]]:
     """Each candidate's time: the mean of its medians over half a window in the candidates' order
-    and half a window in the reverse order (see the module docstring). A candidate whose launch
-    fails is left out, its error appended to `errors`."""
+    and half a window in the reverse order (see the module docstring), each half with at most half
+    the timed launches (a short kernel's launches each follow an L2 flush that takes longer than
+    it). A candidate whose launch fails is left out, its error appended to `errors`."""
+    reps = max(_MAX_REPS // 2, _MIN_REPS)
     halves: dict[int, list[float]] = {v.index: [] for v in candidates}
     failed: set[int] = set()
     for order in (candidates, candidates[::-1]):
@@ -174,7 +176,7 @@ def _first_pass(candidates: list[Variant], launch: Callable[[Variant], None], ba
             backup.restore(stream)
             try:
                 halves[v.index].append(median_ms(functools.partial(launch, v), device, stream,
-                                                 _MEASURE_MS / 2))
+                                                 _MEASURE_MS / 2, reps))
             except TcLaunchError as exc:
                 failed.add(v.index)
                 errors.append(exc)
