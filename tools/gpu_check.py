@@ -16,6 +16,8 @@ Sections (each guarded, so one failure still prints the table):
      with the clock and power they get (tools/bench_power.py), and cycles per launch against
      cuBLAS under Nsight Compute (tools/ncu_cycles.py; skipped without `ncu`)
   7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
+  8. only when named: `matmul pooled` (tools/bench_matmul_pooled.py: 4096^3 tc_torch.matmul over
+     torch pooled over fresh processes, each tuning anew; about 8 minutes)
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -464,6 +466,32 @@ def matmul_sweep(r: Report) -> None:
             r.number("matmul fp16 sweep 2048..8192 step 256, interleaved", line.split(": ", 1)[1])
 
 
+def matmul_pooled(r: Report) -> None:
+    """Issue 9's 4096^3 products, where one run's ratio moves 2-3% between processes with the same
+    kernels: tc_torch.matmul over torch in every round of several fresh processes, each tuning
+    anew (tools/bench_matmul_pooled.py; TC_POOLED_RUNS and TC_POOLED_SHAPES set its runs and
+    shapes). Runs only when named: 3 runs take about 8 minutes."""
+    runs = os.environ.get("TC_POOLED_RUNS", "3")
+    shapes = os.environ.get("TC_POOLED_SHAPES", "4096x4096x4096")
+    out = (OUT if OUT is not None else ROOT / "build") / "bench_matmul_pooled.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_matmul_pooled.py"), "--runs", runs,
+                           "--rounds", "9", "--shapes", shapes, "--timeout", "300", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    r.say((proc.stdout + proc.stderr)[-5000:])
+    r.check("matmul pooled runs: tc_torch.matmul equals torch in every run", proc.returncode == 0
+            and "left out" not in proc.stderr, f"exit {proc.returncode}")
+    if out.is_file():
+        import json as _json
+
+        for row in _json.loads(out.read_text())["pooled"]:
+            q = row.get("quartiles")
+            if q:
+                r.number(f"matmul {row['dtype']} {row['shape']} {row['op']}, pooled",
+                         f"tc / torch {q[1]:.3f} ({q[0]:.3f}-{q[2]:.3f}) over {row['rounds']} rounds; "
+                         f"{row['runs_at_least_1']} of {row['runs']} runs at least 1.0")
+
+
 def tf32_bench(r: Report) -> None:
     """Issue 9's float32 products on tf32 tensor cores (tools/tf32_check.py): every configuration
     checked in the four operand layouts at odd sizes, then 4096^3 in the three products of training
@@ -603,6 +631,10 @@ def table(r: Report) -> str:
     return "\n".join(lines)
 
 
+#: Sections that run only when named on the command line (gpu_check.py "matmul pooled").
+EXPLICIT_SECTIONS: list[tuple[str, Callable[[Report], None]]] = [("matmul pooled", matmul_pooled)]
+
+
 def main() -> int:
     if RESULTS is not None and OUT is not None:
         RESULTS.mkdir(parents=True, exist_ok=True)
@@ -637,6 +669,8 @@ def main() -> int:
             ("compute-sanitizer", sanitizer),
         ]
     wanted = [a.lower() for a in sys.argv[1:]]
+    if has_gpu:  # (only when named: longer than the device tool's calls allow beside the rest)
+        sections += [(name, fn) for name, fn in EXPLICIT_SECTIONS if any(w in name.lower() for w in wanted)]
     for name, fn in sections:
         if not wanted or any(w in name.lower() for w in wanted):
             r.section(name, fn)
