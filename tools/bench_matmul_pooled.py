@@ -123,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             rows = run_once(args.shapes, args.rounds, cache, not args.keep_choice, args.timeout)
             print(f"run {i + 1} of {args.runs}: {len(rows)} products", flush=True)
             runs.append(rows)
-    pooled = pool(runs)
+            pooled = pool(runs)
+            if args.json:  # (after every run: what a time limit cuts short is kept)
+                Path(args.json).write_text(json.dumps({"runs": runs, "pooled": pooled}, indent=1))
     print("\n" + table(pooled))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"runs": runs, "pooled": pooled}, indent=1))
     return 0 if any(runs) else 1
 
 
