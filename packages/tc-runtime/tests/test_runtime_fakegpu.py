@@ -532,6 +532,14 @@ def test_too_much_shared_memory_is_a_clear_error(fake: FakeCuda) -> None:
         k(fake.alloc(64).ctypes.data, 16, grid=(1,))
 
 
+def _fixed_reps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Launch counts the tests can predict: 7 timed launches per measurement of the first pass
+    (per half), 9 per final round (the rounds' longer windows)."""
+    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
+    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    monkeypatch.setattr(autotune, "FINAL_MAX_REPS", 9)
+
+
 def test_autotune_timing_uses_events_warmup_and_l2_flush(fake: FakeCuda,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     memsets: list[int] = []
@@ -548,8 +556,7 @@ def test_autotune_timing_uses_events_warmup_and_l2_flush(fake: FakeCuda,
 
     monkeypatch.setattr(fake, "cuMemsetD8Async", counting_memset)
     monkeypatch.setattr(fake, "cuEventRecord", counting_record)
-    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
-    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    _fixed_reps(monkeypatch)
     fake.block_time = {64: 2.0, 128: 1.0}
     _add_one(fake)
     seen: list[tuple[int, float]] = []  # (threads per block, z[0] before the launch)
@@ -598,8 +605,7 @@ def test_autotune_first_pass_halves_cost_no_more_launches(fake: FakeCuda,
 
 def test_autotune_keeps_the_fastest_by_median(fake: FakeCuda,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
-    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
+    _fixed_reps(monkeypatch)
     fake.block_time = {64: 2.0, 128: 1.0}
     launch = fake.launch
     count = itertools.count()
@@ -625,9 +631,7 @@ def test_autotune_times_close_configs_again_in_interleaved_rounds(
     # stretch of clocks): one pass after the other picks the wrong one, the rounds do not; a
     # configuration three times slower is not a finalist
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
-    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
-    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
-    monkeypatch.setattr(autotune, "FINAL_MAX_REPS", 9)  # (the rounds' longer windows)
+    _fixed_reps(monkeypatch)
     fake.block_time = {64: 1.00, 128: 1.02, 256: 3.0}
     launch = fake.launch
     count = itertools.count()
@@ -664,9 +668,7 @@ def test_autotune_cancels_a_steady_drift_by_alternating_the_order(
     # the GPU slows a little with every launch (it heats): timed in one order, the configuration
     # timed first in each round would win; the second one is 1% faster and must be chosen
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
-    monkeypatch.setattr(autotune, "_MIN_REPS", 7)
-    monkeypatch.setattr(autotune, "_MAX_REPS", 7)
-    monkeypatch.setattr(autotune, "FINAL_MAX_REPS", 9)
+    _fixed_reps(monkeypatch)
     monkeypatch.setattr(autotune, "FINAL_ROUNDS", 4)
     fake.block_time = {64: 1.00, 128: 0.99}
     launch = fake.launch
