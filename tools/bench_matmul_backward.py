@@ -15,8 +15,12 @@ Every result is checked against a float32 product first (a wrong one is reported
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import io
 import json
+import os
+import re
 import statistics
 import sys
 from collections.abc import Callable
@@ -49,11 +53,63 @@ def close(got: Any, ref: Any, tf32: bool) -> bool:
     return bool(err <= (1e-2 * scale if tf32 else 0.5 + 2e-2 * scale))
 
 
+#: A configuration as tc_runtime prints it: config(defines={...}, num_warps=.., ...) (no parentheses inside).
+_CONFIG = re.compile(r"config\([^()]*\)")
+#: Short names of the schedule options that the tuner's lines spell out.
+_OPTION_NAMES = {"persistent": "persistent", "tma_store": "store", "overlap_epilogue": "overlap",
+                 "warp_specialize": "ws"}
+
+
+def short_config(text: str) -> str:
+    """`config(defines={'MB': '128', ...}, num_warps=8, num_stages=4, options={...})` as
+    `128x256x64/8/4 persistent+store` (tiles, warps, stages, then the options that are on; a
+    warp_specialize that is off reads `no-ws`)."""
+    defines = dict(re.findall(r"'(\w+)': '([^']*)'", text.split("options=")[0]))
+    warps = re.search(r"num_warps=(\d+)", text)
+    stages = re.search(r"num_stages=(\d+)", text)
+    name = "x".join(defines.get(d, "?") for d in ("MB", "NB", "KB"))
+    name += f"/{warps.group(1) if warps else '?'}/{stages.group(1) if stages else '?'}"
+    extra = [f"{k}={v}" for k, v in defines.items() if k not in ("MB", "NB", "KB")]
+    if "options=" in text:
+        for key, value in re.findall(r"'(\w+)': (True|False)", text.split("options=", 1)[1]):
+            short = _OPTION_NAMES.get(key, key)
+            extra.append(short if value == "True" else f"no-{short}")
+    return name + (" " + "+".join(extra) if extra else "")
+
+
+def tuned_call(fn: Callable[[], Any]) -> tuple[Any, str | None]:
+    """`fn()`'s result and the configuration tc's auto-tuner chose (or found remembered) in that
+    call, short_config; None where it did not tune (one configuration, the CPU). Whatever else
+    the call writes to stderr still goes there, and the tuner's lines too where
+    TC_PRINT_AUTOTUNING asked for them."""
+    captured = io.StringIO()
+    before = os.environ.get("TC_PRINT_AUTOTUNING")
+    os.environ["TC_PRINT_AUTOTUNING"] = "1"
+    try:
+        with contextlib.redirect_stderr(captured):
+            result = fn()
+    finally:
+        if before is None:
+            del os.environ["TC_PRINT_AUTOTUNING"]
+        else:
+            os.environ["TC_PRINT_AUTOTUNING"] = before
+        asked = before is not None and before.strip().lower() in ("1", "true", "yes", "on")
+        sys.stderr.writelines(line for line in captured.getvalue().splitlines(keepends=True)
+                              if asked or not line.startswith("tc autotune:"))
+    choice = None
+    for line in captured.getvalue().splitlines():
+        if ": chose " in line or "(remembered on disk)" in line:
+            found = _CONFIG.search(line)
+            choice = short_config(found.group(0)) if found else choice
+    return result, choice
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table: TFLOPS (medians of the rounds), the ratios of the medians,
-    and the quartiles of tc's speed over torch's round by round (how much one run's ratio moves)."""
+    the quartiles of tc's speed over torch's round by round (how much one run's ratio moves) and
+    the configuration tc's tuner chose."""
     lines = ["| shape | dtype | product | tc | torch | triton | tc / torch | tc / triton "
-             "| tc / torch per round (quartiles) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| tc / torch per round (quartiles) | tc's configuration |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         tc_, to, tr = row.get("tc"), row.get("torch"), row.get("triton")
         cells = [v if isinstance(v, str) else f"{v:.1f}" if v else "-" for v in (tc_, to, tr)]
@@ -63,7 +119,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         q = row.get("tc_torch_quartiles")
         spread = f"{q[0]:.3f} / {q[1]:.3f} / {q[2]:.3f}" if q else "-"
         lines.append(f"| {row['shape']} | {row['dtype']} | {row['op']} | " + " | ".join(cells)
-                     + f" | {r1} | {r2} | {spread} |")
+                     + f" | {r1} | {r2} | {spread} | {row.get('tc_config', '-')} |")
     return "\n".join(lines)
 
 
@@ -107,7 +163,13 @@ def main(argv: list[str] | None = None) -> int:
                 for name, fn in providers.items():
                     torch.backends.cuda.matmul.allow_tf32 = tf32
                     try:
-                        good = close(fn(), ref, tf32)
+                        if name == "tc":  # (its first call tunes: the choice goes in the row)
+                            got, choice = tuned_call(fn)
+                            if choice is not None:
+                                row["tc_config"] = choice
+                        else:
+                            got = fn()
+                        good = close(got, ref, tf32)
                     finally:
                         torch.backends.cuda.matmul.allow_tf32 = False
                     if not good:

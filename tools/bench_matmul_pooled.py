@@ -6,8 +6,8 @@ every product (measure-only helper).
 One run's ratio moves 2-3% from one process to the next with the same kernels (an H100 at
 4096³, BENCHMARKS.md, twenty-fifth session: bf16 C = A B 0.981 then 1.012), so a single run
 cannot say whether a product at parity is at or above 1.0. Pooled, it can: the table gives the
-quartiles of every round of every run, the range of the runs' own medians, and how many runs
-had a median of at least 1.0.
+quartiles of every round of every run, the range of the runs' own medians, how many runs had
+a median of at least 1.0, and which configurations the runs' tuners chose.
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_pooled.py [--runs 4] [--rounds 9]
         [--shapes 4096x4096x4096] [--keep-choice] [--json OUT]
@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,24 +38,29 @@ Key = tuple[str, str, str]  # (shape, dtype, product)
 def pool(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
     """One row per product found in `runs` (each a list of bench_matmul_backward's JSON rows), in
     the order they first appear: every round's tc / torch ratio of every run pooled (quartiles),
-    each run's median, and how many runs' medians are at least 1.0. A run without rounds for a
-    product (not timed: a wrong result, or the CPU) adds nothing to it."""
+    each run's median, how many runs' medians are at least 1.0, and the configurations the
+    timed runs' tuners chose (`tc_config`, in run order). A run without rounds for a product (not
+    timed: a wrong result, or the CPU) adds nothing to it."""
     rounds: dict[Key, list[float]] = {}
     medians: dict[Key, list[float]] = {}
+    choices: dict[Key, list[str]] = {}
     for rows in runs:
         for row in rows:
             key = (row["shape"], row["dtype"], row["op"])
             rounds.setdefault(key, [])
             medians.setdefault(key, [])
+            choices.setdefault(key, [])
             ratios = row.get("tc_torch_rounds")
             if ratios:
                 rounds[key].extend(float(r) for r in ratios)
                 medians[key].append(float(statistics.median(ratios)))
+                if row.get("tc_config"):
+                    choices[key].append(str(row["tc_config"]))
     out = []
     for key, values in rounds.items():
         shape, dtype, op = key
         product: dict[str, Any] = {"shape": shape, "dtype": dtype, "op": op, "rounds": len(values),
-                                   "runs": len(medians[key])}
+                                   "runs": len(medians[key]), "choices": choices[key]}
         if values:
             product["quartiles"] = quartiles(values)
             product["run_medians"] = medians[key]
@@ -63,10 +69,16 @@ def pool(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
     return out
 
 
+def choice_counts(choices: Sequence[str]) -> str:
+    """Each distinct configuration with how many runs chose it, most chosen first ("-" for none)."""
+    counts = Counter(choices)
+    return "; ".join(f"{c} ({n}x)" for c, n in counts.most_common()) or "-"
+
+
 def table(pooled: Sequence[dict[str, Any]]) -> str:
     """The pooled rows as a markdown table."""
     lines = ["| shape | dtype | product | runs | rounds | tc / torch pooled (quartiles) | run medians "
-             "| runs >= 1.0 |", "|---|---|---|---|---|---|---|---|"]
+             "| runs >= 1.0 | tuner's choices |", "|---|---|---|---|---|---|---|---|---|"]
     for row in pooled:
         q = row.get("quartiles")
         spread = f"{q[0]:.3f} / {q[1]:.3f} / {q[2]:.3f}" if q else "-"
@@ -74,7 +86,7 @@ def table(pooled: Sequence[dict[str, Any]]) -> str:
         span = f"{min(meds):.3f}-{max(meds):.3f}" if meds else "-"
         at_least = f"{row['runs_at_least_1']} of {row['runs']}" if meds else "-"
         lines.append(f"| {row['shape']} | {row['dtype']} | {row['op']} | {row['runs']} | {row['rounds']} "
-                     f"| {spread} | {span} | {at_least} |")
+                     f"| {spread} | {span} | {at_least} | {choice_counts(row.get('choices') or [])} |")
     return "\n".join(lines)
 
 

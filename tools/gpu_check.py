@@ -17,7 +17,7 @@ Sections (each guarded, so one failure still prints the table):
      cuBLAS under Nsight Compute (tools/ncu_cycles.py; skipped without `ncu`)
   7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
   8. only when named: `matmul pooled` (tools/bench_matmul_pooled.py: 4096^3 tc_torch.matmul over
-     torch pooled over fresh processes, each tuning anew; about 8 minutes)
+     torch pooled over fresh processes, each tuning anew; about 4 minutes)
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -442,6 +442,9 @@ def matmul_bench(r: Report) -> None:
     if out.is_file():
         import json as _json
 
+        sys.path.insert(0, str(ROOT / "tools"))
+        import bench_matmul_pooled as pooled_tool
+
         for row in _json.loads(out.read_text())["rows"]:
             ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton")
                                if isinstance(row.get(p), float) and isinstance(row.get("tc"), float))
@@ -470,7 +473,8 @@ def matmul_pooled(r: Report) -> None:
     """Issue 9's 4096^3 products, where one run's ratio moves 2-3% between processes with the same
     kernels: tc_torch.matmul over torch in every round of several fresh processes, each tuning
     anew (tools/bench_matmul_pooled.py; TC_POOLED_RUNS and TC_POOLED_SHAPES set its runs and
-    shapes). Runs only when named: 3 runs take about 8 minutes."""
+    shapes). Runs only when named: 3 runs took 3.7 minutes on an H100 (2026-11-26, the kernels
+    compiled in the first)."""
     runs = os.environ.get("TC_POOLED_RUNS", "3")
     shapes = os.environ.get("TC_POOLED_SHAPES", "4096x4096x4096")
     out = (OUT if OUT is not None else ROOT / "build") / "bench_matmul_pooled.json"
@@ -484,12 +488,16 @@ def matmul_pooled(r: Report) -> None:
     if out.is_file():
         import json as _json
 
+        sys.path.insert(0, str(ROOT / "tools"))
+        import bench_matmul_pooled as pooled_tool
+
         for row in _json.loads(out.read_text())["pooled"]:
             q = row.get("quartiles")
             if q:
                 r.number(f"matmul {row['dtype']} {row['shape']} {row['op']}, pooled",
                          f"tc / torch {q[1]:.3f} ({q[0]:.3f}-{q[2]:.3f}) over {row['rounds']} rounds; "
-                         f"{row['runs_at_least_1']} of {row['runs']} runs at least 1.0")
+                         f"{row['runs_at_least_1']} of {row['runs']} runs at least 1.0; tuner chose "
+                         f"{pooled_tool.choice_counts(row.get('choices') or [])}")
 
 
 def tf32_bench(r: Report) -> None:

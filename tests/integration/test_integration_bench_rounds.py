@@ -36,13 +36,52 @@ def test_quartiles() -> None:
 def test_the_table_shows_each_products_spread() -> None:
     rows: list[dict[str, Any]] = [
         {"shape": "4096x4096x4096", "dtype": "float16", "op": "C = A B", "tc": 700.0, "torch": 690.0,
-         "triton": 650.0, "tc_torch_quartiles": (0.99, 1.012, 1.03)},
+         "triton": 650.0, "tc_torch_quartiles": (0.99, 1.012, 1.03), "tc_config": "128x256x64/8/4"},
         {"shape": "64x48x80", "dtype": "tf32", "op": "dB = A^T dC", "tc": "ok"}]
     lines = backward.table(rows).splitlines()
-    assert lines[0].endswith("| tc / torch per round (quartiles) |")
+    assert lines[0].endswith("| tc / torch per round (quartiles) | tc's configuration |")
     assert lines[2] == ("| 4096x4096x4096 | float16 | C = A B | 700.0 | 690.0 | 650.0 | 1.01 | 1.08 | "
-                        "0.990 / 1.012 / 1.030 |")
-    assert lines[3] == "| 64x48x80 | tf32 | dB = A^T dC | ok | - | - | - | - | - |"
+                        "0.990 / 1.012 / 1.030 | 128x256x64/8/4 |")
+    assert lines[3] == "| 64x48x80 | tf32 | dB = A^T dC | ok | - | - | - | - | - | - |"
+
+
+def test_short_names_of_configurations() -> None:
+    """The tuner's configurations as the tables name them: tile, warps, stages, options on."""
+    from tc_runtime import config
+
+    plain = config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3)
+    assert backward.short_config(repr(plain)) == "128x256x64/8/3"
+    grouped = config({"MB": 64, "NB": 32, "KB": 16, "GROUP_SIZE": 16}, num_warps=4, num_stages=4,
+                     options={"persistent": True, "tma_store": True, "warp_specialize": False})
+    assert backward.short_config(repr(grouped)) == "64x32x16/4/4 GROUP_SIZE=16+persistent+store+no-ws"
+
+
+def test_the_tuners_choice_is_read_from_its_own_lines(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """tuned_call reads the configuration from the tuner's own line (tc_runtime.autotune._say),
+    keeps the call's other stderr output, and shows the tuner's lines only where asked."""
+    from tc_runtime import autotune, config
+
+    chosen = config({"MB": 128, "NB": 128, "KB": 32}, num_warps=4, num_stages=4)
+    remembered = config({"MB": 64, "NB": 64, "KB": 32}, num_warps=4, num_stages=3)
+
+    def tunes() -> int:
+        autotune._say(f"kernel 'matmul' (M=4096): skipped {remembered}: ResourceLimitError: too big")
+        autotune._say(f"kernel 'matmul' (M=4096): chose {chosen} (380.1 us)")
+        sys.stderr.write("a warning of the call\n")
+        return 7
+
+    def remembers() -> int:
+        autotune._say(f"kernel 'matmul' (M=4096): {remembered} (remembered on disk)")
+        return 8
+
+    monkeypatch.delenv("TC_PRINT_AUTOTUNING", raising=False)
+    assert backward.tuned_call(tunes) == (7, "128x128x32/4/4")
+    assert capsys.readouterr().err == "a warning of the call\n"
+    assert backward.tuned_call(lambda: 9) == (9, None)
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    assert backward.tuned_call(remembers) == (8, "64x64x32/4/3")
+    assert "remembered on disk" in capsys.readouterr().err
 
 
 def test_pooled_rounds_of_several_runs() -> None:
@@ -52,24 +91,27 @@ def test_pooled_rounds_of_several_runs() -> None:
 
     c, da = ("4096x4096x4096", "float16", "C = A B"), ("4096x4096x4096", "float16", "dA = dC B^T")
 
-    def row(key: tuple[str, str, str], rounds: list[float] | None) -> dict[str, Any]:
+    def row(key: tuple[str, str, str], rounds: list[float] | None, choice: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"shape": key[0], "dtype": key[1], "op": key[2]}
         if rounds is not None:
             out["tc_torch_rounds"] = rounds
+        if choice is not None:
+            out["tc_config"] = choice
         return out
 
-    runs = [[row(c, [0.98, 0.99, 1.00]), row(da, [1.05, 1.06, 1.07])],
-            [row(c, [1.02, 1.04]), row(da, None)]]
+    runs = [[row(c, [0.98, 0.99, 1.00], "b"), row(da, [1.05, 1.06, 1.07], "a")],
+            [row(c, [1.02, 1.04], "a"), row(da, None, "b")], [row(c, None, "a")]]
     first, second = pooled.pool(runs)
     assert (first["op"], first["runs"], first["rounds"]) == ("C = A B", 2, 5)
     assert first["quartiles"] == pytest.approx((0.99, 1.00, 1.02))
     assert first["run_medians"] == pytest.approx([0.99, 1.03]) and first["runs_at_least_1"] == 1
+    assert first["choices"] == ["b", "a"] and second["choices"] == ["a"]  # (timed runs only)
     assert (second["runs"], second["rounds"], second["runs_at_least_1"]) == (1, 3, 1)
     lines = pooled.table([first, second, *pooled.pool([[row(c, None)]])]).splitlines()
     assert lines[2] == ("| 4096x4096x4096 | float16 | C = A B | 2 | 5 | 0.990 / 1.000 / 1.020 | "
-                        "0.990-1.030 | 1 of 2 |")
-    assert lines[3].endswith("| 1 | 3 | 1.055 / 1.060 / 1.065 | 1.060-1.060 | 1 of 1 |")
-    assert lines[4] == "| 4096x4096x4096 | float16 | C = A B | 0 | 0 | - | - | - |"
+                        "0.990-1.030 | 1 of 2 | b (1x); a (1x) |")
+    assert lines[3].endswith("| 1 | 3 | 1.055 / 1.060 / 1.065 | 1.060-1.060 | 1 of 1 | a (1x) |")
+    assert lines[4] == "| 4096x4096x4096 | float16 | C = A B | 0 | 0 | - | - | - | - |"
 
 
 def test_backward_rows_of_the_cpu_pool_to_no_rounds(tmp_path: Path) -> None:

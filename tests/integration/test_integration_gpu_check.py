@@ -63,7 +63,8 @@ def test_cycles_are_read_against_cublas_from_ncu_cycles_table() -> None:
 def test_the_pooled_section_reports_each_products_pooled_ratio(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`matmul pooled` runs tools/bench_matmul_pooled.py (faked here: it writes the pooled JSON)
-    and reports every timed product's pooled median, quartiles and runs at least 1.0."""
+    and reports every timed product's pooled median, quartiles, runs at least 1.0 and the
+    tuner's choices."""
     import json
     import subprocess
     from typing import Any
@@ -74,7 +75,8 @@ def test_the_pooled_section_reports_each_products_pooled_ratio(
     def fake_run(cmd: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
         seen.append(cmd)
         pooled = [{"shape": "4096x4096x4096", "dtype": "bfloat16", "op": "C = A B", "runs": 3, "rounds": 27,
-                   "quartiles": [0.985, 1.004, 1.02], "run_medians": [0.99, 1.01, 1.02], "runs_at_least_1": 2},
+                   "quartiles": [0.985, 1.004, 1.02], "run_medians": [0.99, 1.01, 1.02], "runs_at_least_1": 2,
+                   "choices": ["128x256x64/8/4", "256x128x64/8/3", "128x256x64/8/4"]},
                   {"shape": "4096x4096x4096", "dtype": "tf32", "op": "C = A B", "runs": 0, "rounds": 0}]
         Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps({"runs": [], "pooled": pooled}))
         return subprocess.CompletedProcess(cmd, 0, "table\n", "")
@@ -85,6 +87,7 @@ def test_the_pooled_section_reports_each_products_pooled_ratio(
     assert seen[0][1].endswith("bench_matmul_pooled.py") and seen[0][seen[0].index("--runs") + 1] == "3"
     assert report.checks == [("matmul pooled runs: tc_torch.matmul equals torch in every run", "PASS", "exit 0")]
     assert report.numbers == [("matmul bfloat16 4096x4096x4096 C = A B, pooled",
-                               "tc / torch 1.004 (0.985-1.020) over 27 rounds; 2 of 3 runs at least 1.0")]
+                               "tc / torch 1.004 (0.985-1.020) over 27 rounds; 2 of 3 runs at least 1.0; "
+                               "tuner chose 128x256x64/8/4 (2x); 256x128x64/8/3 (1x)")]
     # only when named: not among the sections a bare `gpu_check.py` runs
     assert [name for name, _ in gpu_check.EXPLICIT_SECTIONS] == ["matmul pooled"]
