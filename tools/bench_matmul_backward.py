@@ -62,14 +62,15 @@ _OPTION_NAMES = {"persistent": "persistent", "tma_store": "store", "overlap_epil
 
 def short_config(text: str) -> str:
     """`config(defines={'MB': '128', ...}, num_warps=8, num_stages=4, options={...})` as
-    `128x256x64/8/4 persistent+store` (tiles, warps, stages, then the options that are on; a
-    warp_specialize that is off reads `no-ws`)."""
+    `128x256x64/8/4 persistent+store` (tiles, warps, stages, a GROUP_SIZE, then the options
+    that are on; a warp_specialize that is off reads `no-ws`). The tuner's line also lists the
+    kernel's own defines (TYPE, the operand variants): left out."""
     defines = dict(re.findall(r"'(\w+)': '([^']*)'", text.split("options=")[0]))
     warps = re.search(r"num_warps=(\d+)", text)
     stages = re.search(r"num_stages=(\d+)", text)
     name = "x".join(defines.get(d, "?") for d in ("MB", "NB", "KB"))
     name += f"/{warps.group(1) if warps else '?'}/{stages.group(1) if stages else '?'}"
-    extra = [f"{k}={v}" for k, v in defines.items() if k not in ("MB", "NB", "KB")]
+    extra = [f"{k}={v}" for k, v in defines.items() if k == "GROUP_SIZE"]  # (not the kernel's own)
     if "options=" in text:
         for key, value in re.findall(r"'(\w+)': (True|False)", text.split("options=", 1)[1]):
             short = _OPTION_NAMES.get(key, key)
@@ -78,8 +79,9 @@ def short_config(text: str) -> str:
 
 
 def tuned_call(fn: Callable[[], Any]) -> tuple[Any, str | None]:
-    """`fn()`'s result and the configuration tc's auto-tuner chose (or found remembered) in that
-    call, short_config; None where it did not tune (one configuration, the CPU). Whatever else
+    """`fn()`'s result and the configuration tc's auto-tuner chose (or found remembered) for the
+    kernel `matmul` in that call (not the copies a tf32 A^T B makes first: kernel `transpose`),
+    short_config; None where it did not tune (one configuration, the CPU). Whatever else
     the call writes to stderr still goes there, and the tuner's lines too where
     TC_PRINT_AUTOTUNING asked for them."""
     captured = io.StringIO()
@@ -98,7 +100,7 @@ def tuned_call(fn: Callable[[], Any]) -> tuple[Any, str | None]:
                               if asked or not line.startswith("tc autotune:"))
     choice = None
     for line in captured.getvalue().splitlines():
-        if ": chose " in line or "(remembered on disk)" in line:
+        if line.startswith("tc autotune: kernel 'matmul'") and (": chose " in line or "(remembered on disk)" in line):
             found = _CONFIG.search(line)
             choice = short_config(found.group(0)) if found else choice
     return result, choice

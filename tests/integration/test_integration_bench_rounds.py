@@ -51,7 +51,7 @@ def test_short_names_of_configurations() -> None:
 
     plain = config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3)
     assert backward.short_config(repr(plain)) == "128x256x64/8/3"
-    grouped = config({"MB": 64, "NB": 32, "KB": 16, "GROUP_SIZE": 16}, num_warps=4, num_stages=4,
+    grouped = config({"MB": 64, "NB": 32, "KB": 16, "GROUP_SIZE": 16, "TYPE": "half"}, num_warps=4, num_stages=4,
                      options={"persistent": True, "tma_store": True, "warp_specialize": False})
     assert backward.short_config(repr(grouped)) == "64x32x16/4/4 GROUP_SIZE=16+persistent+store+no-ws"
 
@@ -68,6 +68,7 @@ def test_the_tuners_choice_is_read_from_its_own_lines(capsys: pytest.CaptureFixt
     def tunes() -> int:
         autotune._say(f"kernel 'matmul' (M=4096): skipped {remembered}: ResourceLimitError: too big")
         autotune._say(f"kernel 'matmul' (M=4096): chose {chosen} (380.1 us)")
+        autotune._say(f"kernel 'transpose' (M=4096): chose {remembered} (20.0 us)")  # (not the matmul)
         sys.stderr.write("a warning of the call\n")
         return 7
 
