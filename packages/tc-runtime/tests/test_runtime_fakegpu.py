@@ -13,6 +13,7 @@ import ctypes
 import enum
 import functools
 import itertools
+import statistics
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -692,6 +693,58 @@ def test_autotune_cancels_a_steady_drift_by_alternating_the_order(
     # then reversed (128, 64 | 64, 128 | ...); the caller's launch last (128)
     assert order == [64, 128, 64, 128, 64, 128, 64, 128]
     assert "over 4 interleaved rounds" in capsys.readouterr().err
+
+
+def test_paired_times_compare_finalists_within_rounds() -> None:
+    # X is 1% faster than Y in every round but a spike hit it in both fast rounds: the medians of
+    # each one's own times put Y first (1.10 against 1.14 ms), the rounds compared one by one X
+    rounds = {0: [1.14, 1.09, 1.19, 1.14, 1.09, 1.19], 1: [1.00, 1.10, 1.20, 1.00, 1.10, 1.20]}
+    paired = autotune.paired_times(rounds)
+    assert paired[0] < paired[1]
+    # in units of the rounds' medians (1.095 ms here): X 0.9958x of its round, Y 1.0042x
+    assert paired[0] == pytest.approx(1.095 * 1.09 / 1.095, rel=1e-3)
+    assert paired[1] == pytest.approx(1.095 * 1.10 / 1.095, rel=1e-3)
+    # rounds at one clock: the plain medians
+    assert autotune.paired_times({0: [2.0, 2.0], 1: [3.0, 3.0], 2: [1.0, 1.0]}) == \
+        pytest.approx({0: 2.0, 1: 3.0, 2: 1.0})
+
+
+def test_autotune_compares_finalists_within_rounds(fake: FakeCuda,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the final rounds run at different clocks (+0, +0.1, +0.2 ms a launch, twice over) and the
+    # 1% faster configuration (4 warps) is hit by a spike in the fast rounds: compared within the
+    # rounds it wins; by the medians of each one's own rounds the slower one would
+    _fixed_reps(monkeypatch)
+    monkeypatch.setattr(autotune, "FINAL_ROUNDS", 6)
+    fake.block_time = {64: 1.00, 128: 0.99}
+    first_pass = 2 * 2 * (1 + 3 + 7)  # launches: 2 configurations, 2 halves
+    per_round = 2 * (1 + 3 + 9)
+    launch = fake.launch
+    count = itertools.count()
+
+    def rounds_at_other_clocks(f: int, grid: tuple[int, int, int], bx: int, stream: int,
+                               params: int) -> Result:
+        res = launch(f, grid, bx, stream, params)
+        n = next(count)
+        if first_pass <= n < first_pass + 6 * per_round:
+            r = (n - first_pass) // per_round
+            fake.clock += 0.1 * (r % 3) + (0.15 if bx == 128 and r % 3 == 0 else 0.0)
+        return res
+
+    monkeypatch.setattr(fake, "launch", rounds_at_other_clocks)
+    buf = fake.alloc(4 * 64)
+    configs = [tc.config(num_warps=2), tc.config(num_warps=4)]
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 4
+    # the same rounds judged by each one's own median choose the slower configuration
+    monkeypatch.setattr(autotune, "paired_times",
+                        lambda rounds: {i: statistics.median(t) for i, t in rounds.items()})
+    monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
+    count = itertools.count()
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+    k(buf.ctypes.data, 64, grid=(2,))
+    assert k.num_warps == 2
 
 
 def test_do_bench_with_driver_events_and_l2_flush(fake: FakeCuda,

@@ -12,7 +12,11 @@ fastest configurations of that first pass (those within FINAL_MARGIN of the fast
 again, taking turns for FINAL_ROUNDS rounds, every other round in the reverse order (without it
 the first in each round gained most while the GPU heated: an H100 tuning 8192^3 at the start of
 a process chose a matmul that its own rounds timed 3% ahead and every later measurement 1-4%
-behind), and the median of each one's rounds decides among them.
+behind), and they are compared within each round (paired_times: the median over the rounds of
+each one's time relative to the round's median), since the clock a GPU at its power cap gives a
+100 ms window moves by a few percent from one round to the next, as much as separates the
+finalists (an H100 tuning tf32 8192^3 A B^T chose, in two processes, tiles that interleaved
+benchmarks put 1.5-4% behind the best).
 The memory behind the pointer arguments is saved first and restored before each configuration and
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
@@ -57,7 +61,7 @@ _FLUSH_BYTES = 256 * 1024 * 1024
 #: rounds alternate between the two orders).
 FINAL_MARGIN = 0.25
 FINALISTS = 4
-FINAL_ROUNDS = 4
+FINAL_ROUNDS = 6
 #: A finalist's window per round (ms of the kernel's own time) and its bound on timed launches:
 #: about a benchmark's (tools/bench_rounds.py), since a GPU kept busy for 100 ms settles at other
 #: clocks than in 20 ms, and the ranking of close configurations followed (H100, 8192^3: with
@@ -206,10 +210,24 @@ def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant]
             backup.restore(stream)
             rounds[v.index].append(median_ms(functools.partial(launch, v), device, stream,
                                              FINAL_MEASURE_MS, FINAL_MAX_REPS))
-    out = [(float(statistics.median(rounds[v.index])), v) for v in finalists]
+    paired = paired_times(rounds)
+    out = [(paired[v.index], v) for v in finalists]
     for ms, v in out:
         _say(f"{label}: {v.config}: {ms * 1000:.1f} us over {FINAL_ROUNDS} interleaved rounds")
     return out
+
+
+def paired_times(rounds: dict[int, list[float]]) -> dict[int, float]:
+    """Each configuration's time from rounds in which all took turns (`rounds[i][r]`: config i's
+    time in round r), compared within rounds: the median over rounds of its time over that
+    round's median, times the median of the rounds' medians. A round whose clocks were low slows
+    every finalist alike, so comparing within the round cancels it, where the median of each
+    one's own times mixes fast and slow rounds (its ms stays comparable to a plain median's)."""
+    count = len(next(iter(rounds.values()), []))
+    refs = [float(statistics.median(times[r] for times in rounds.values())) for r in range(count)]
+    scale = float(statistics.median(refs)) if refs else 0.0
+    return {i: float(statistics.median(t / ref for t, ref in zip(times, refs, strict=True))) * scale
+            for i, times in rounds.items()}
 
 
 class Backup:
