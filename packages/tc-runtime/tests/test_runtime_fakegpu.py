@@ -262,7 +262,6 @@ def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(driver, "stream_getter", lambda index: lambda i: 0)
     monkeypatch.setattr(autotune, "_flush", {})
     monkeypatch.setattr(autotune, "_FLUSH_BYTES", 64)
-    monkeypatch.setattr(autotune, "HEAT_MS", 0.0)  # (the launch counts the tests predict; one test heats)
     monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path / "cache"))
     for knob in ("TC_SKIP_AUTOTUNING", "TC_PRINT_AUTOTUNING", "TC_ALWAYS_COMPILE"):
         monkeypatch.delenv(knob, raising=False)
@@ -603,56 +602,6 @@ def test_autotune_first_pass_halves_cost_no_more_launches(fake: FakeCuda,
     assert k.num_warps == 2
     # per configuration and half: 1 warm-up + 3 estimate launches + 10 timed; the caller's launch
     assert fake.launches == 2 * 2 * (1 + 3 + 10) + 1
-
-
-def test_autotune_heats_the_gpu_before_the_first_pass(fake: FakeCuda,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    # the first candidate runs untimed for about HEAT_MS (1 launch to estimate, then 10 of 1 ms),
-    # before the first pass's first flush; a failing first candidate ends the heating quietly
-    _fixed_reps(monkeypatch)
-    monkeypatch.setattr(autotune, "HEAT_MS", 10.0)
-    fake.block_time = {64: 1.0, 128: 5.0}  # 5x apart: no final rounds
-    memsets_before: list[int] = []
-    launched: list[int] = []
-    memset, launch = fake.cuMemsetD8Async, fake.launch
-
-    def counting_memset(ptr: int, value: int, n: int, stream: Any) -> tuple[Result]:
-        memsets_before.append(len(launched))
-        return memset(ptr, value, n, stream)
-
-    refused: set[int] = set()
-
-    def recording(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
-        if bx in refused:
-            return Result.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
-        launched.append(bx)
-        return launch(f, grid, bx, stream, params)
-
-    monkeypatch.setattr(fake, "cuMemsetD8Async", counting_memset)
-    monkeypatch.setattr(fake, "launch", recording)
-    buf = fake.alloc(4 * 64)
-    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32},
-                  autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4)])
-    k(buf.ctypes.data, 64, grid=(2,))
-    assert k.num_warps == 2
-    heat = 1 + 10
-    assert launched[:heat] == [64] * heat and memsets_before[0] == heat + 1 + 3
-    assert len(launched) == heat + 2 * 2 * (1 + 3 + 7) + 1
-    # capped by HEAT_MAX_LAUNCHES
-    monkeypatch.setattr(autotune, "HEAT_MAX_LAUNCHES", 2)
-    monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
-    launched.clear()
-    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32},
-                  autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4)])
-    k(buf.ctypes.data, 64, grid=(2,))
-    assert len(launched) == 1 + 2 + 2 * 2 * (1 + 3 + 7) + 1
-    # the first candidate's launches fail: no heat, the first pass skips it
-    refused.add(64)
-    launched.clear()
-    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32},
-                  autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4)])
-    k(buf.ctypes.data, 64, grid=(2,))
-    assert k.num_warps == 4 and len(launched) == 2 * (1 + 3 + 7) + 1
 
 
 def test_autotune_keeps_the_fastest_by_median(fake: FakeCuda,

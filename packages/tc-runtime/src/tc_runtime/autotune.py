@@ -1,8 +1,7 @@
 """The auto-tuner: choose a kernel's configuration per (specialization, auto-tuning key values).
 
 On a GPU every configuration that compiles and loads is timed on the caller's arguments with CUDA
-events (a warm-up launch, then repetitions each after an L2 flush) and the fastest by median wins,
-after the GPU has been kept busy for HEAT_MS so that all are timed at the clocks of sustained work.
+events (a warm-up launch, then repetitions each after an L2 flush) and the fastest by median wins.
 A GPU's speed drifts while it is timed one configuration after another: heavy kernels heat it and
 its clocks fall, so the configurations timed first look faster (an H100 timing 8192^3 matmuls saw
 the first 10% faster than the same kernel in interleaved rounds), far more than the few percent
@@ -59,17 +58,13 @@ _MIN_REPS, _MAX_REPS = 5, 100
 _FLUSH_BYTES = 256 * 1024 * 1024
 #: Finalists: the FINALISTS fastest configurations of the first pass that are within this
 #: fraction of the fastest, timed again in FINAL_ROUNDS interleaved rounds (an even number: the
-#: rounds alternate between the two orders).
+#: rounds alternate between the two orders). Six, not four: a first pass's short windows can
+#: rank tiles far from their sustained speed (an H100 tuning tf32 8192^3 A B^T, 2026-11-26: the
+#: bulk-store tiles 6-12% behind the others there, within 1-2% of them in the rounds, and with
+#: four finalists left out in two processes of three).
 FINAL_MARGIN = 0.25
 FINALISTS = 6
 FINAL_ROUNDS = 4
-#: Before the first pass the first candidate runs, untimed, for about HEAT_MS (at most
-#: HEAT_MAX_LAUNCHES launches): the first pass's short windows then see a GPU at the clocks of
-#: sustained work (at its power cap), as the final rounds and the caller's own loops do. Without
-#: it an H100 tuning tf32 8192^3 A B^T timed the bulk-store tiles 5-12% behind the others in the
-#: first pass, so they missed the final rounds, where they are 1-3% ahead (2026-11-26).
-HEAT_MS = 100.0
-HEAT_MAX_LAUNCHES = 1000
 #: A finalist's window per round (ms of the kernel's own time) and its bound on timed launches:
 #: about a benchmark's (tools/bench_rounds.py), since a GPU kept busy for 100 ms settles at other
 #: clocks than in 20 ms, and the ranking of close configurations followed (H100, 8192^3: with
@@ -155,7 +150,6 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
             kernel.launch_variant(v, args, grid, stream)
 
         try:
-            _heat(candidates[0], run, stream)
             timed = _first_pass(candidates, run, backup, dev, stream, label, errors)
             finals = _final_rounds(timed, run, backup, dev, stream, label)
             backup.restore(stream)
@@ -170,25 +164,6 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
         times = {repr(v.config): t for t, v in [*timed, *finals]}
         cache.put_record(record_key, {"index": best.index, "config": repr(best.config), "times_ms": times})
     return best
-
-
-def _heat(v: Variant, launch: Callable[[Variant], None], stream: int) -> None:
-    """Keep the GPU busy with `v` for about HEAT_MS, untimed (see HEAT_MS). A launch that fails
-    ends it quietly: the first pass reports the configuration."""
-    if HEAT_MS <= 0:
-        return
-    try:
-        start, end = driver.Event(), driver.Event()
-        start.record(stream)
-        launch(v)
-        end.record(stream)
-        end.synchronize()
-        for _ in range(min(int(HEAT_MS / max(start.elapsed_ms(end), 1e-3)), HEAT_MAX_LAUNCHES)):
-            launch(v)
-        end.record(stream)
-        end.synchronize()
-    except TcLaunchError:
-        return
 
 
 def _first_pass(candidates: list[Variant], launch: Callable[[Variant], None], backup: Backup,
