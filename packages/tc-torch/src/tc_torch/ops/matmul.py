@@ -39,9 +39,14 @@ B_VARIANTS = {
 }
 
 
-def _cfg(mb: int, nb: int, kb: int, warps: int, stages: int, **options: bool) -> tc.Config:
-    return tc.config(defines={"MB": mb, "NB": nb, "KB": kb}, num_warps=warps, num_stages=stages,
-                     options=options or None)
+def _cfg(mb: int, nb: int, kb: int, warps: int, stages: int, group: int | None = None,
+         **options: bool) -> tc.Config:
+    """A tile configuration; `group` sets GROUP_SIZE (rows of tiles per group of the program
+    order; kernels/matmul.tc's default is 8)."""
+    defines: dict[str, int] = {"MB": mb, "NB": nb, "KB": kb}
+    if group is not None:
+        defines["GROUP_SIZE"] = group
+    return tc.config(defines=defines, num_warps=warps, num_stages=stages, options=options or None)
 
 
 #: On sm_90 a persistent grid (at most one program per SM looping over the tiles, balanced by
@@ -85,11 +90,15 @@ TENSOR_CORE_CONFIGS = [
 #: 2026-11-25) and without one in the other layouts (tc_opt.persistent; A B 256x128x32/8/4: 2.2
 #: GB read from DRAM at 8192^3 instead of 3.0-4.3, 0.94 -> 0.96x and 0.91 -> 0.93x torch at
 #: 4096^3 and 8192^3, H100 2026-11-25). Tiles of 192 columns do not pay for tf32 (0.79-0.90x
-#: torch at 4096^3 in A B and A B^T, H100 2026-11-25).
+#: torch at 4096^3 in A B and A B^T, H100 2026-11-25). The persistent 256x128 once more with
+#: groups of 4 rows of tiles (GROUP_SIZE): A B 8192^3 x torch in four interleaved runs (H100,
+#: 2026-11-25/26) 0.972 / 1.004 / 0.977 / 0.960 against 0.960 / 1.001 / 0.946 / 0.953 with 8; at
+#: 4096^3 0.983 / 0.965 against 0.984 / 0.983 (so both are offered; the tuner chooses).
 TF32_CONFIGS = [
     _cfg(256, 128, 32, 8, 4), _cfg(256, 128, 32, 8, 3), _cfg(128, 256, 32, 8, 3), _cfg(128, 128, 32, 8, 4),
     _cfg(128, 128, 32, 4, 4), _cfg(64, 128, 32, 4, 3), _cfg(64, 64, 32, 4, 3),
     _cfg(128, 256, 32, 8, 3, persistent=True), _cfg(256, 128, 32, 8, 4, persistent=True),
+    _cfg(256, 128, 32, 8, 4, group=4, persistent=True),
 ]
 #: tf32 with B K-contiguous (A B^T, A^T B^T): nothing is restaged, so a persistent 128x256x32
 #: with 4 stages fits (196,672 bytes) and feeds the loop better than 3 stages: A B^T 4096^3
