@@ -14,9 +14,10 @@ the first in each round gained most while the GPU heated: an H100 tuning 8192^3 
 a process chose a matmul that its own rounds timed 3% ahead and every later measurement 1-4%
 behind), and they are compared within each round (paired_times: the median over the rounds of
 each one's time relative to the round's median), since the clock a GPU at its power cap gives a
-100 ms window moves by a few percent from one round to the next, as much as separates the
-finalists (an H100 tuning tf32 8192^3 A B^T chose, in two processes, tiles that interleaved
-benchmarks put 1.5-4% behind the best).
+100 ms window moves by a few percent from one round to the next (an H100's matmul rounds spread
+0.82-1.09x), as much as separates the finalists. Tiles within ~1% of each other are still a
+toss-up: an H100 tuning tf32 8192^3 A B^T in three processes chose tiles that do_bench's rounds
+put 1-3% behind the bulk-store 128x256x32/8/3 (BENCHMARKS.md, twenty-sixth session).
 The memory behind the pointer arguments is saved first and restored before each configuration and
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
@@ -60,8 +61,8 @@ _FLUSH_BYTES = 256 * 1024 * 1024
 #: fraction of the fastest, timed again in FINAL_ROUNDS interleaved rounds (an even number: the
 #: rounds alternate between the two orders). Six, not four: a first pass's short windows can
 #: rank tiles far from their sustained speed (an H100 tuning tf32 8192^3 A B^T, 2026-11-26: the
-#: bulk-store tiles 6-12% behind the others there, within 1-2% of them in the rounds, and with
-#: four finalists left out in two processes of three).
+#: bulk-store tiles 8-12% behind the fastest there in two processes of three, so that four
+#: finalists left them out, while in the rounds all read within 1.5% of each other).
 FINAL_MARGIN = 0.25
 FINALISTS = 6
 FINAL_ROUNDS = 4
