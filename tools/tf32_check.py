@@ -8,8 +8,10 @@ timed alone at the given sizes and, the fastest few, in interleaved rounds with 
         [--timed nn,tn]
 
 A configuration's trailing `p` asks for a persistent grid, `s` for a bulk-store epilogue, `n` for
-no producer warp (a persistent grid whose programs each run the plain pipeline), `g16` for 16 rows
-of tiles per group of the program order (GROUP_SIZE; 8 by default).
+no producer warp (a persistent grid whose programs each run the plain pipeline), `w` for a producer
+warpgroup that hands its registers to the consumers (CompileOptions.producer_warpgroup: a producer
+for A B too, whose B^T is read into registers), `g16` for 16 rows of tiles per group of the program
+order (GROUP_SIZE; 8 by default).
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ def check_correctness(configs_of: Callable[[str], list[Any]], layouts: tuple[str
 
 
 #: Letters of `--configs` for a configuration's schedule options: (option, value).
-OPTION_LETTERS = {"p": ("persistent", True), "s": ("tma_store", True), "n": ("warp_specialize", False)}
+OPTION_LETTERS = {"p": ("persistent", True), "s": ("tma_store", True), "n": ("warp_specialize", False),
+                  "w": ("producer_warpgroup", True)}
 
 
 def parse_config(text: str, config: Callable[..., Any]) -> Any:
@@ -125,7 +128,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--keep", type=int, default=2)
     ap.add_argument("--configs", default="",
-                    help="MB,NB,KB,warps,stages[,p][,s][,n] separated by ';' (default: the tuner's for "
+                    help="MB,NB,KB,warps,stages[,p][,s][,n][,w][,gN] separated by ';' (default: the tuner's for "
                          "each layout)")
     ap.add_argument("--layouts", default=",".join(LAYOUTS), help="the layouts checked")
     ap.add_argument("--timed", default="nn,tn", help="the layouts timed")

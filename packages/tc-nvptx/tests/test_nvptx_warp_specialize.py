@@ -136,3 +136,49 @@ def test_ptxas_keeps_the_overlapped_dots_in_flight() -> None:
     log = k.asm["ptxas"]
     assert not re.search(r"C751[0-6]|C7518|C752\d", log), log
     assert len(re.findall(r"C7517", log)) <= 1, log
+
+
+def _tf32_a_b(producer_warpgroup: bool) -> CompiledKernel:
+    """The tutorial's C = A B in float32 on tf32 tensor cores: B is N-contiguous, so the dot runs
+    transposed (C^T = B^T A^T) with B^T read into registers each K step."""
+    return compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                   defines={"TYPE": "float", "MB": 256, "NB": 128, "KB": 32},
+                   options=CompileOptions(arch="sm_90a", num_warps=8, num_stages=4, specialization=ALIGNED,
+                                          warp_specialize=True, persistent=True, fp32_dot="tf32",
+                                          producer_warpgroup=producer_warpgroup))
+
+
+def test_a_tf32_dot_from_registers_gets_a_producer_warpgroup() -> None:
+    """CompileOptions.producer_warpgroup: a dot that reads A into registers, refused a producer
+    warp (its consumers would need more than 168 registers), gets a producer warpgroup that
+    hands its registers over (40 left to it, 232 to the consumers); without the option the
+    persistent kernel runs without a producer, as before."""
+    plain = _tf32_a_b(False)
+    assert plain.num_warps == 8 and plain.persistent and "setmaxnreg" not in plain.ptx
+    k = _tf32_a_b(True)
+    assert k.num_warps == 12 and k.persistent
+    text = re.sub(r"[ \t]+", " ", k.ptx)
+    filecheck(text, """
+CHECK: .maxntid 384
+CHECK: setmaxnreg.dec.sync.aligned.u32 40;
+CHECK: mbarrier.arrive.expect_tx
+CHECK: setmaxnreg.inc.sync.aligned.u32 232;
+CHECK: wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {{.*}}, {%r
+""")
+    producer = text[text.index("setmaxnreg.dec"):text.index("setmaxnreg.inc")]
+    assert "cp.async.bulk.tensor" in producer and "wgmma" not in producer
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_ptxas_keeps_the_tf32_register_dots_in_flight_beside_a_producer_warpgroup(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the handoff ptxas neither spills nor serializes the wgmma; with a one-warp producer
+    (the refusal lifted by hand) it serializes them for want of registers (C7512)."""
+    k = _tf32_a_b(True)
+    assert k.cubin and k.spills == 0 and k.registers <= 168
+    assert "C7512" not in k.asm["ptxas"] and not re.search(r"C751[0-6]", k.asm["ptxas"]), k.asm["ptxas"]
+    import tc_opt.warp_specialize as ws
+
+    monkeypatch.setattr(ws, "reads_a_from_registers", lambda dot: False)
+    one_warp = _tf32_a_b(False)
+    assert one_warp.num_warps == 9 and "C7512" in one_warp.asm["ptxas"]

@@ -1208,6 +1208,22 @@ def test_persistent_configuration_without_a_producer_warp(fake: FakeCuda) -> Non
     assert k.info["persistent"] is True
 
 
+def test_persistent_configuration_with_a_producer_warpgroup(fake: FakeCuda) -> None:
+    """options={"persistent": True, "producer_warpgroup": True}: the producer is a warpgroup
+    that hands its registers to the consumers (tc_opt.warp_specialize.register_split), so the
+    launch has 12 warps (8 + 4) on the persistent grid."""
+    fake.param_count = 15
+    a, b, c = fake.alloc(4096), fake.alloc(4096), fake.alloc(4096)
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
+                    options={"persistent": True, "producer_warpgroup": True})
+    assert cfg.options == {"persistent": True, "producer_warpgroup": True, "warp_specialize": True}
+    k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
+    k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 4096, 4096, 64, 64, 64, 64,
+      grid=lambda opt: (tc.cdiv(4096, opt.MB) * tc.cdiv(4096, opt.NB),))
+    assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 12 * 32)
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in k.asm("ptx")
+
+
 def test_autotuning_inside_graph_capture_is_refused_with_a_way_out(
         fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
     # timing configurations synchronizes, which would invalidate a capture: a new tuning key on a

@@ -506,3 +506,36 @@ def test_overlapped_configurations_on_the_gpu(ta: bool, tb: bool, dtype: torch.d
             mm.matmul_out(got, a, b, configs=[c])
             err = float((got.float() - ref).abs().max())
             assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (z, m, n, k, c.defines)
+
+
+#: tf32 persistent configurations with a producer warpgroup (CompileOptions.producer_warpgroup),
+#: not among the tuner's tiles yet: A B reads B^T into registers, which a one-warp producer
+#: could not host (ptxas C7512).
+PRODUCER_WARPGROUP_TF32 = [mm._cfg(256, 128, 32, 8, 4, persistent=True, producer_warpgroup=True),
+                           mm._cfg(128, 256, 32, 8, 3, persistent=True, producer_warpgroup=True)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_tf32_with_a_producer_warpgroup_on_the_gpu(ta: bool, tb: bool) -> None:
+    # each configuration alone in each layout, at shapes that cut its tiles in M, N and K, with
+    # more programs than SMs, K of one k-step and K = 0 (the accumulator's zeros)
+    from tc_opt.resources import ResourceLimitError
+
+    torch.manual_seed(0)
+    shapes = [(1000, 777, 3000), (129, 4100, 520), (1536, 2048, 32), (96, 160, 0)]
+    checked = 0
+    for m, n, k in shapes:
+        a, b = _operand(m, k, ta, torch.float32).cuda(), _operand(k, n, tb, torch.float32).cuda()
+        ref = a.double() @ b.double()
+        for c in PRODUCER_WARPGROUP_TF32:
+            got = torch.full((1, m, n), float("nan"), device="cuda")
+            try:
+                mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c], precision="tf32")
+            except ResourceLimitError:  # (B restaged K-major does not fit beside every tile)
+                continue
+            err = float((got[0].double() - ref).abs().max())
+            assert err <= 1e-2 * max(float(ref.abs().max()), 1.0), (m, n, k, c.defines, ta, tb)
+            checked += 1
+    assert checked >= len(shapes)  # (every shape, at least one configuration)

@@ -83,6 +83,13 @@ class CompileOptions:
     #: before this program's stores (tc_opt.overlap_epilogue), and the producer becomes a warpgroup
     #: that hands its registers to them (the launch has four warps more than num_warps).
     overlap_epilogue: bool = False
+    #: With `warp_specialize`: the producer is a whole warpgroup that hands the registers it does
+    #: not need to the consumers (setmaxnreg: 40 a producer thread, 232 a consumer thread beside
+    #: 8 warps), so that a producer also fits loops whose consumers need more than the 168
+    #: registers a thread of a launch with one producer warp: a tf32 dot reading A into
+    #: registers (C = A B computed transposed, which ptxas otherwise serializes: C7512) and large
+    #: accumulators (the launch has four warps more than num_warps).
+    producer_warpgroup: bool = False
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False

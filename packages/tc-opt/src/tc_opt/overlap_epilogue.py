@@ -65,7 +65,7 @@ from .accumulator_init import is_positive_zero
 from .ir_utils import clone_op, replace_uses, uses
 from .pass_manager import Pass
 from .pipeline_loops import _Emitter
-from .warp_specialize import registers_per_thread
+from .warp_specialize import PRODUCER_REGISTERS, PRODUCER_WARPGROUP, register_split
 
 
 def _defined_in(block: Block, v: Value) -> bool:
@@ -334,20 +334,6 @@ def overlap_consumer(ws: WarpSpecializeOp) -> bool:
 
 #: Fewer stages leave the producer one slot ahead: overlapping was slower there (module doc).
 MIN_STAGES = 4
-#: Warps of the producer once it hands registers over: setmaxnreg works on whole warpgroups.
-PRODUCER_WARPGROUP = 4
-#: What the producer keeps a thread: its loop of waits and copies needs few (cuBLAS keeps 40).
-PRODUCER_REGISTERS = 40
-
-
-def register_split(num_warps: int) -> tuple[int, int]:
-    """(producer, consumer) registers a thread once a producer warpgroup beside `num_warps`
-    consumer warps gives what it does not need to them: the launch's registers a thread
-    (registers_per_thread of all the warps) times its threads, less the producer's, over the
-    consumers' threads, in setmaxnreg's steps of 8 and at most 240 (168 -> 232 for 8 warps)."""
-    launch = registers_per_thread(num_warps + PRODUCER_WARPGROUP) * 32 * (num_warps + PRODUCER_WARPGROUP)
-    consumers = (launch - PRODUCER_REGISTERS * 32 * PRODUCER_WARPGROUP) // (32 * num_warps) // 8 * 8
-    return PRODUCER_REGISTERS, min(240, consumers)
 
 
 class OverlapEpilogue(Pass):

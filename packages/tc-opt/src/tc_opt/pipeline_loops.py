@@ -390,7 +390,7 @@ class PipelineLoops(Pass):
         cp.async."""
         from .pipeline_tma import pipeline_loop_tma
         from .tma import plans_for
-        from .warp_specialize import PRODUCER_WARPS, can_persist, can_specialize, warp_specialize_loop
+        from .warp_specialize import can_persist, can_specialize, warp_specialize_loop
 
         if self.options.sm < 90:
             return None
@@ -399,10 +399,12 @@ class PipelineLoops(Pass):
         if plans is None:
             return None
         o = self.options
-        if o.warp_specialize and "producer_warps" not in module.attributes and can_specialize(f, loop, plans, o.num_warps):
+        handoff = o.producer_warpgroup
+        if o.warp_specialize and "producer_warps" not in module.attributes \
+                and can_specialize(f, loop, plans, o.num_warps, handoff):
             persistent = o.persistent and can_persist(f, loop, plans)
-            warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps, persistent)
-            module.attributes["producer_warps"] = PRODUCER_WARPS
+            ws = warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps, persistent, handoff)
+            module.attributes["producer_warps"] = ws.producer_warps
             if persistent:
                 module.attributes["persistent"] = True
             return "specialized"

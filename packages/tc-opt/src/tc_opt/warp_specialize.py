@@ -92,6 +92,22 @@ def registers_per_thread(warps: int) -> int:
     return min(255, REGISTERS_PER_PARTITION // (32 * per_partition) // 8 * 8)
 
 
+#: Warps of the producer once it hands registers over: setmaxnreg works on whole warpgroups.
+PRODUCER_WARPGROUP = 4
+#: What the producer keeps a thread: its loop of waits and copies needs few (cuBLAS keeps 40).
+PRODUCER_REGISTERS = 40
+
+
+def register_split(num_warps: int) -> tuple[int, int]:
+    """(producer, consumer) registers a thread once a producer warpgroup beside `num_warps`
+    consumer warps gives what it does not need to them: the launch's registers a thread
+    (registers_per_thread of all the warps) times its threads, less the producer's, over the
+    consumers' threads, in setmaxnreg's steps of 8 and at most 240 (168 -> 232 for 8 warps)."""
+    launch = registers_per_thread(num_warps + PRODUCER_WARPGROUP) * 32 * (num_warps + PRODUCER_WARPGROUP)
+    consumers = (launch - PRODUCER_REGISTERS * 32 * PRODUCER_WARPGROUP) // (32 * num_warps) // 8 * 8
+    return PRODUCER_REGISTERS, min(240, consumers)
+
+
 def accumulator_registers(acc: TileType, num_warps: int) -> int:
     """32-bit registers per thread of the program's warps that a dot's accumulator takes."""
     elements = 1
@@ -100,29 +116,32 @@ def accumulator_registers(acc: TileType, num_warps: int) -> int:
     return -(-elements * max(acc.element.bits, 32) // (32 * 32 * num_warps))
 
 
-def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan], num_warps: int) -> bool:
-    """Whether `loop`, with TMA plans for all its candidate loads, qualifies.
+def can_specialize(f: Function, loop: ForOp, plans: list[TmaPlan], num_warps: int,
+                   handoff: bool = False) -> bool:
+    """Whether `loop`, with TMA plans for all its candidate loads, qualifies; `handoff`: with a
+    producer warpgroup that hands its registers to the consumers (register_split).
 
-    Not a dot whose wgmma reads A into registers each K step (k_major_operands.
-    reads_a_from_registers: a tf32 product computed transposed, B^T in registers, or a tf32 A
-    staged M-contiguous): ptxas serializes the wgmma of that loop behind a producer warp
-    (advisory C7512, "insufficient register resources", at 164-168 registers; A^T B^T with
-    128x256x32 tiles), and the serialized kernel ran 0.79-0.89x the plain one on an H100
-    (2026-11-25).
+    Without the handoff, not a dot whose wgmma reads A into registers each K step
+    (k_major_operands.reads_a_from_registers: a tf32 product computed transposed, B^T in
+    registers, or a tf32 A staged M-contiguous): ptxas serializes the wgmma of that loop behind
+    a producer warp (advisory C7512, "insufficient register resources", at 164-168 registers;
+    A^T B^T with 128x256x32 tiles), and the serialized kernel ran 0.79-0.89x the plain one on an
+    H100 (2026-11-25). With the handoff's 232 registers a consumer thread it is not serialized.
 
-    Nor an accumulator that leaves too few registers under the producer's odd warp count
-    (registers_per_thread): a 256x192 fp32 accumulator over 8 warps is 192 registers a thread of
-    the 168 that 9 warps allow, and ptxas spilled and serialized the wgmma (advisory C7511; tf32
-    A B^T 11 TFLOPS instead of 325 without the producer, H100 2026-11-25)."""
+    Nor an accumulator that leaves too few registers under the producer's warps
+    (registers_per_thread, or the consumers' share of the handoff): a 256x192 fp32 accumulator
+    over 8 warps is 192 registers a thread of the 168 that 9 warps allow, and ptxas spilled and
+    serialized the wgmma (advisory C7511; tf32 A B^T 11 TFLOPS instead of 325 without the
+    producer, H100 2026-11-25)."""
     if loop.parent is not f.body:
         return False
     dot = async_dot(loop, [p.alloc for p in plans])
     if dot is None:
         return False
-    if reads_a_from_registers(dot):
+    if reads_a_from_registers(dot) and not handoff:
         return False
     acc = dot.result.type
-    budget = registers_per_thread(num_warps + PRODUCER_WARPS)
+    budget = register_split(num_warps)[1] if handoff else registers_per_thread(num_warps + PRODUCER_WARPS)
     if isinstance(acc, TileType) and accumulator_registers(acc, num_warps) + CONSUMER_OVERHEAD > budget:
         return False
     before = f.body.ops[: f.body.ops.index(loop)]
@@ -187,9 +206,10 @@ def _copy_loop(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], full: V
 
 
 def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int,
-                         persistent: bool = False) -> None:
-    """Replace `loop` (and what follows it) by a tc.warp_specialize op as described above;
-    `persistent` (where can_persist) makes both roles loop over the programs."""
+                         persistent: bool = False, handoff: bool = False) -> WarpSpecializeOp:
+    """Replace `loop` (and what follows it) by a tc.warp_specialize op as described above, and
+    return it; `persistent` (where can_persist) makes both roles loop over the programs,
+    `handoff` makes the producer a warpgroup that hands its registers to the consumers."""
     outer = f.body
     assert loop.parent is outer and stages >= 2
     body = loop.body
@@ -210,7 +230,13 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     top.add(MBarrierInitOp.create([empty], [], {"count": num_warps}, loc=loop.loc))
     producer, consumer = Block(), Block()
     prod, cons = _Emitter(producer, 0), _Emitter(consumer, 0)
-    ws = top.add(WarpSpecializeOp.create([], [], {"producer_warps": PRODUCER_WARPS}, [producer, consumer], loop.loc))
+    attributes: dict[str, int] = {"producer_warps": PRODUCER_WARPS}
+    if handoff:
+        producer_registers, consumer_registers = register_split(num_warps)
+        attributes = {"producer_warps": PRODUCER_WARPGROUP, "producer_registers": producer_registers,
+                      "consumer_registers": consumer_registers}
+    ws = WarpSpecializeOp.create([], [], attributes, [producer, consumer], loop.loc)
+    top.add(ws)
     ws_at = outer.ops.index(ws)
     if persistent:
         prefix_at = top.index - 1  # the prefix follows the op: move it and the rest into the roles
@@ -299,7 +325,8 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     else:
         inval = next(op for op in consumer.ops if isinstance(op, MBarrierInvalOp))
         consumer.insert(consumer.ops.index(inval) + 1, MBarrierInvalOp.create([empty], [], loc=loop.loc))
+    return ws
 
 
-__all__ = ["PRODUCER_WARPS", "accumulator_registers", "can_persist", "can_specialize", "registers_per_thread",
-           "warp_specialize_loop"]
+__all__ = ["PRODUCER_REGISTERS", "PRODUCER_WARPGROUP", "PRODUCER_WARPS", "accumulator_registers", "can_persist",
+           "can_specialize", "register_split", "registers_per_thread", "warp_specialize_loop"]

@@ -119,9 +119,10 @@ def config(defines: Mapping[str, object] | None = None, num_warps: int = 4,
 #: The compiler options a configuration may set (tc_opt.CompileOptions fields): TMA operand copies,
 #: TMA bulk-store epilogues, a producer warp (warp specialization), a persistent grid (one
 #: program per SM looping over the programs; with a producer warp unless warp_specialize=False
-#: is given, and without one where the compiler refuses it) and, in a persistent grid with a
-#: producer, each program's first dot issued before the previous program's stores.
-SCHEDULE_OPTIONS = ("tma", "tma_store", "warp_specialize", "persistent", "overlap_epilogue")
+#: is given, and without one where the compiler refuses it), in a persistent grid with a
+#: producer, each program's first dot issued before the previous program's stores and, with a
+#: producer, a producer warpgroup that hands its registers to the consumers.
+SCHEDULE_OPTIONS = ("tma", "tma_store", "warp_specialize", "persistent", "overlap_epilogue", "producer_warpgroup")
 
 
 def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
