@@ -541,6 +541,16 @@ def _fixed_reps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(autotune, "FINAL_MAX_REPS", 9)
 
 
+def _tuned_warps(fake: FakeCuda) -> int:
+    """num_warps of the configuration the tuner chooses for a fresh kernel of two (2 or 4 warps:
+    blocks of 64 or 128 threads, each launch's time `fake.block_time[threads]`)."""
+    buf = fake.alloc(4 * 64)
+    configs = [tc.config(num_warps=2), tc.config(num_warps=4)]
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+    k(buf.ctypes.data, 64, grid=(2,))
+    return k.num_warps
+
+
 def test_autotune_timing_uses_events_warmup_and_l2_flush(fake: FakeCuda,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     memsets: list[int] = []
@@ -684,11 +694,7 @@ def test_autotune_cancels_a_steady_drift_by_alternating_the_order(
         return res
 
     monkeypatch.setattr(fake, "launch", heating)
-    buf = fake.alloc(4 * 64)
-    configs = [tc.config(num_warps=2), tc.config(num_warps=4)]
-    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
-    k(buf.ctypes.data, 64, grid=(2,))
-    assert k.num_warps == 4
+    assert _tuned_warps(fake) == 4
     # first pass: in order, then reversed (64, 128 | 128, 64); the rounds, the faster first and
     # then reversed (128, 64 | 64, 128 | ...); the caller's launch last (128)
     assert order == [64, 128, 64, 128, 64, 128, 64, 128]
@@ -732,19 +738,13 @@ def test_autotune_compares_finalists_within_rounds(fake: FakeCuda,
         return res
 
     monkeypatch.setattr(fake, "launch", rounds_at_other_clocks)
-    buf = fake.alloc(4 * 64)
-    configs = [tc.config(num_warps=2), tc.config(num_warps=4)]
-    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
-    k(buf.ctypes.data, 64, grid=(2,))
-    assert k.num_warps == 4
+    assert _tuned_warps(fake) == 4
     # the same rounds judged by each one's own median choose the slower configuration
     monkeypatch.setattr(autotune, "paired_times",
                         lambda rounds: {i: statistics.median(t) for i, t in rounds.items()})
     monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
     count = itertools.count()
-    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
-    k(buf.ctypes.data, 64, grid=(2,))
-    assert k.num_warps == 2
+    assert _tuned_warps(fake) == 2
 
 
 def test_do_bench_with_driver_events_and_l2_flush(fake: FakeCuda,
