@@ -5,11 +5,13 @@ interleaved with cuBLAS). Says whether the tuner's ranking of close configuratio
 benchmarks' (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_configs.py [--size 8192]
-        [--dtype half|bf16] [--configs I,J,...] [--rounds 5] [--order tuner-first|bench-first|interleaved]
-        [--tune-first] [--retune N]
+        [--dtype half|bf16|tf32] [--layout nn|nt] [--configs I,J,...] [--rounds 5]
+        [--order tuner-first|bench-first|interleaved] [--tune-first] [--retune N]
 
---configs: indices into tc_torch's TENSOR_CORE_CONFIGS (default: the 128x256x64/8 ones and the
-persistent ones, those the tuner's finalists come from at 4096^3 and 8192^3).
+--configs: indices into the tuner's list for the product (tc_torch.ops.matmul.configs_for:
+TENSOR_CORE_CONFIGS for half and bf16; for tf32 TF32_CONFIGS, or TF32_K_MAJOR_B_CONFIGS with
+--layout nt). The default (default_configs): the 8-warp tiles of 128 or 256 rows the tuner's finalists
+come from at 4096^3 and 8192^3. --layout nt times A B^T (B a transposed view: dA's product).
 """
 
 from __future__ import annotations
@@ -19,15 +21,39 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 
 def label(cfg: object) -> str:
+    """MBxNBxKB/warps/stages, the options that are on (warp_specialize aside) and a GROUP_SIZE."""
     d = cfg.defines  # type: ignore[attr-defined]
     opts = "".join(f"/{k}" for k, v in sorted((cfg.options or {}).items()) if v and k != "warp_specialize")  # type: ignore[attr-defined]
-    return f"{d['MB']}x{d['NB']}x{d['KB']}/{cfg.num_warps}/{cfg.num_stages}{opts}"  # type: ignore[attr-defined]
+    group = f"/group{d['GROUP_SIZE']}" if "GROUP_SIZE" in d else ""
+    return f"{d['MB']}x{d['NB']}x{d['KB']}/{cfg.num_warps}/{cfg.num_stages}{opts}{group}"  # type: ignore[attr-defined]
+
+
+def tuner_configs(dtype: str, layout: str) -> list[Any]:
+    """The auto-tuner's configurations for a `dtype` product in `layout` (nt: B K-contiguous)."""
+    import torch
+    from tc_torch.ops import matmul as mm
+
+    torch_dtype = {"half": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
+    return list(mm.configs_for(torch_dtype, torch.device("cuda"), "tf32" if dtype == "tf32" else "ieee",
+                               trans_b=layout == "nt"))
+
+
+def default_configs(dtype: str, layout: str) -> list[Any]:
+    """The tiles compared when --configs is not given: for half and bf16 the 128x256x64 and
+    128x192x64 ones with 8 warps (the 128x192 ones persistent only); for tf32 every 8-warp tile
+    of 128 or 256 rows and columns (the plain, persistent and bulk-store ones)."""
+    configs = tuner_configs(dtype, layout)
+    if dtype == "tf32":
+        return [c for c in configs if c.num_warps == 8 and {str(c.defines["MB"]), str(c.defines["NB"])} == {"128", "256"}]
+    return [c for c in configs if (str(c.defines["MB"]), str(c.defines["KB"]), c.num_warps) == ("128", "64", 8)
+            and str(c.defines["NB"]) in ("192", "256") and (c.options or str(c.defines["NB"]) == "256")]
 
 
 def main() -> None:
@@ -39,7 +65,8 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=8192)
-    ap.add_argument("--dtype", default="half", choices=("half", "bf16"))
+    ap.add_argument("--dtype", default="half", choices=("half", "bf16", "tf32"))
+    ap.add_argument("--layout", default="nn", choices=("nn", "nt"), help="nt: A B^T (B a transposed view)")
     ap.add_argument("--configs", default="")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tune-first", action="store_true",
@@ -54,28 +81,28 @@ def main() -> None:
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_matmul_configs.py times kernels on a CUDA GPU, and torch sees none")
-    cfgs = mm.TENSOR_CORE_CONFIGS
-    if args.configs:
-        chosen = [cfgs[int(i)] for i in args.configs.split(",")]
-    else:
-        chosen = [c for c in cfgs if (str(c.defines["MB"]), str(c.defines["KB"]), c.num_warps) == ("128", "64", 8)
-                  and str(c.defines["NB"]) in ("192", "256") and (c.options or str(c.defines["NB"]) == "256")]
+    cfgs = tuner_configs(args.dtype, args.layout)
+    chosen = [cfgs[int(i)] for i in args.configs.split(",")] if args.configs else default_configs(args.dtype, args.layout)
     n = args.size
-    dtype = torch.float16 if args.dtype == "half" else torch.bfloat16
+    dtype = {"half": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[args.dtype]
+    precision = "tf32" if args.dtype == "tf32" else "ieee"
+    torch.backends.cuda.matmul.allow_tf32 = args.dtype == "tf32"  # (cuBLAS's tf32 against ours)
     a = torch.randn(n, n, device="cuda", dtype=dtype)
     b = torch.randn(n, n, device="cuda", dtype=dtype)
+    if args.layout == "nt":
+        b = b.t()
     c = torch.empty(n, n, device="cuda", dtype=dtype)
     ref = torch.matmul(a, b)
     if args.tune_first:
         # the auto-tuner itself on these tensors first (its rounds print with TC_PRINT_AUTOTUNING=1,
         # set here unless given): its ranking and the forced timings below then come from one process
         os.environ.setdefault("TC_PRINT_AUTOTUNING", "1")
-        mm.matmul_out(c[None], a[None], b[None])
+        mm.matmul_out(c[None], a[None], b[None], precision=precision)
         torch.cuda.synchronize()
     runs = {}
     for cfg in chosen:
         def run(cfg: object = cfg) -> None:
-            mm.matmul_out(c[None], a[None], b[None], configs=[cfg])  # type: ignore[list-item]
+            mm.matmul_out(c[None], a[None], b[None], configs=[cfg], precision=precision)  # type: ignore[list-item]
 
         c.zero_()
         run()
@@ -140,7 +167,7 @@ def main() -> None:
     def tflops(times: list[float]) -> str:
         return f"{flops / (statistics.median(times) * 1e-3) / 1e12:.1f}" if times else "-"
 
-    print(f"\n{n}^3 {args.dtype}, medians of {args.rounds} rounds (TFLOPS; x cuBLAS in the benchmarks' rounds)")
+    print(f"\n{n}^3 {args.dtype} {args.layout}, medians of {args.rounds} rounds (TFLOPS; x cuBLAS in the benchmarks' rounds)")
     print("| configuration | tuner's way | tuner's way, torch's flush | benchmarks' way | x cuBLAS |\n|---|---|---|---|---|")
     for name in runs:
         ratio = cublas / statistics.median(bench[name])
@@ -163,7 +190,7 @@ def main() -> None:
             kern._fast.clear()  # type: ignore[attr-defined]
             kern._records.clear()  # type: ignore[attr-defined]
         print(f"\nthe tuner again ({i + 1} of {args.retune}):", flush=True)
-        mm.matmul_out(c[None], a[None], b[None])
+        mm.matmul_out(c[None], a[None], b[None], precision=precision)
         torch.cuda.synchronize()
 
 
