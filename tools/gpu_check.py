@@ -442,9 +442,6 @@ def matmul_bench(r: Report) -> None:
     if out.is_file():
         import json as _json
 
-        sys.path.insert(0, str(ROOT / "tools"))
-        import bench_matmul_pooled as pooled_tool
-
         for row in _json.loads(out.read_text())["rows"]:
             ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton")
                                if isinstance(row.get(p), float) and isinstance(row.get("tc"), float))
@@ -488,8 +485,7 @@ def matmul_pooled(r: Report) -> None:
     if out.is_file():
         import json as _json
 
-        sys.path.insert(0, str(ROOT / "tools"))
-        import bench_matmul_pooled as pooled_tool
+        import bench_matmul_pooled as pooled_tool  # (tools/ is on sys.path)
 
         for row in _json.loads(out.read_text())["pooled"]:
             q = row.get("quartiles")
