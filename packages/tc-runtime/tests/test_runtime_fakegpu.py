@@ -1186,6 +1186,20 @@ def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda) ->
         tc.config({"MB": 128}, options={"unroll": True})
 
 
+def _persistent_4096(fake: FakeCuda, stages: int, options: dict[str, bool],
+                     expected: dict[str, bool]) -> tc.Kernel:
+    """The fp16 128x256x64 matmul with 8 warps, `stages` and schedule `options` (checked to
+    read back as `expected`), launched once at 4096^2 x 64: 512 programs."""
+    fake.param_count = 15
+    a, b, c = fake.alloc(4096), fake.alloc(4096), fake.alloc(4096)
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=stages, options=options)
+    assert cfg.options == expected
+    k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
+    k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 4096, 4096, 64, 64, 64, 64,
+      grid=lambda opt: (tc.cdiv(4096, opt.MB) * tc.cdiv(4096, opt.NB),))
+    return k
+
+
 def test_persistent_configuration_without_a_producer_warp(fake: FakeCuda) -> None:
     """options={"persistent": True, "warp_specialize": False}: the kernel still loops over the
     grid's programs (tc_opt.persistent), on as few CTAs as take the same number each, but of the
@@ -1196,14 +1210,8 @@ def test_persistent_configuration_without_a_producer_warp(fake: FakeCuda) -> Non
         seen.append(tuple(ctypes.c_int32.from_address(p).value for p in params[3:12]))
 
     fake.kernels["dot"] = body
-    fake.param_count = 15
-    a, b, c = fake.alloc(4096), fake.alloc(4096), fake.alloc(4096)
-    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=4,
-                    options={"persistent": True, "warp_specialize": False})
-    assert cfg.options == {"persistent": True, "warp_specialize": False}
-    k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
-    k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 4096, 4096, 64, 64, 64, 64,
-      grid=lambda opt: (tc.cdiv(4096, opt.MB) * tc.cdiv(4096, opt.NB),))
+    k = _persistent_4096(fake, 4, {"persistent": True, "warp_specialize": False},
+                         {"persistent": True, "warp_specialize": False})
     assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 8 * 32)
     assert seen[-1] == (4096, 4096, 64, 64, 64, 64, 512, 1, 1)
     assert k.info["persistent"] is True
@@ -1213,14 +1221,8 @@ def test_persistent_configuration_with_a_producer_warpgroup(fake: FakeCuda) -> N
     """options={"persistent": True, "producer_warpgroup": True}: the producer is a warpgroup
     that hands its registers to the consumers (tc_opt.warp_specialize.register_split), so the
     launch has 12 warps (8 + 4) on the persistent grid."""
-    fake.param_count = 15
-    a, b, c = fake.alloc(4096), fake.alloc(4096), fake.alloc(4096)
-    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
-                    options={"persistent": True, "producer_warpgroup": True})
-    assert cfg.options == {"persistent": True, "producer_warpgroup": True, "warp_specialize": True}
-    k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
-    k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 4096, 4096, 64, 64, 64, 64,
-      grid=lambda opt: (tc.cdiv(4096, opt.MB) * tc.cdiv(4096, opt.NB),))
+    k = _persistent_4096(fake, 3, {"persistent": True, "producer_warpgroup": True},
+                         {"persistent": True, "producer_warpgroup": True, "warp_specialize": True})
     assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 12 * 32)
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in k.asm("ptx")
 

@@ -230,12 +230,11 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     top.add(MBarrierInitOp.create([empty], [], {"count": num_warps}, loc=loop.loc))
     producer, consumer = Block(), Block()
     prod, cons = _Emitter(producer, 0), _Emitter(consumer, 0)
-    attributes: dict[str, int] = {"producer_warps": PRODUCER_WARPS}
-    if handoff:
-        producer_registers, consumer_registers = register_split(num_warps)
-        attributes = {"producer_warps": PRODUCER_WARPGROUP, "producer_registers": producer_registers,
-                      "consumer_registers": consumer_registers}
-    ws = WarpSpecializeOp.create([], [], attributes, [producer, consumer], loop.loc)
+    producer_registers, consumer_registers = register_split(num_warps) if handoff else (0, 0)  # (0: no setmaxnreg)
+    ws = WarpSpecializeOp.create([], [], {"producer_warps": PRODUCER_WARPGROUP if handoff else PRODUCER_WARPS,
+                                          "producer_registers": producer_registers,
+                                          "consumer_registers": consumer_registers},
+                                 [producer, consumer], loop.loc)
     top.add(ws)
     ws_at = outer.ops.index(ws)
     if persistent:
