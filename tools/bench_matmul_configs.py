@@ -6,7 +6,7 @@ benchmarks' (measure-only helper).
 
     PYTHONPATH=<packages/*/src> python3 tools/bench_matmul_configs.py [--size 8192]
         [--dtype half|bf16|tf32] [--layout nn|nt] [--configs I,J,...] [--rounds 5]
-        [--order tuner-first|bench-first|interleaved] [--tune-first] [--retune N]
+        [--order tuner-first|bench-first|interleaved] [--tune-first] [--retune N] [--specs 'MB,NB,KB,w,s,p,s,m;...']
 
 --configs: indices into the tuner's list for the product (tc_torch.ops.matmul.configs_for:
 TENSOR_CORE_CONFIGS for half and bf16; for tf32 TF32_CONFIGS, or TF32_K_MAJOR_B_CONFIGS with
@@ -68,6 +68,9 @@ def main() -> None:
     ap.add_argument("--dtype", default="half", choices=("half", "bf16", "tf32"))
     ap.add_argument("--layout", default="nn", choices=("nn", "nt"), help="nt: A B^T (B a transposed view)")
     ap.add_argument("--configs", default="")
+    ap.add_argument("--specs", default="",
+                    help="configurations as tf32_check writes them ('MB,NB,KB,warps,stages[,p][,s][,w][,m][,g4];...'), "
+                         "timed after those of --configs")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tune-first", action="store_true",
                     help="let tc_torch's auto-tuner choose among all its configurations on the same tensors "
@@ -82,7 +85,13 @@ def main() -> None:
     if not torch.cuda.is_available():
         sys.exit("bench_matmul_configs.py times kernels on a CUDA GPU, and torch sees none")
     cfgs = tuner_configs(args.dtype, args.layout)
-    chosen = [cfgs[int(i)] for i in args.configs.split(",")] if args.configs else default_configs(args.dtype, args.layout)
+    chosen = [cfgs[int(i)] for i in args.configs.split(",")] if args.configs else \
+        ([] if args.specs else default_configs(args.dtype, args.layout))
+    if args.specs:
+        import tc_runtime
+        from tf32_check import parse_config
+
+        chosen += [parse_config(spec, tc_runtime.config) for spec in args.specs.split(";") if spec]
     n = args.size
     dtype = {"half": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[args.dtype]
     precision = "tf32" if args.dtype == "tf32" else "ieee"

@@ -298,3 +298,31 @@ def test_tile_argument_rejected() -> None:
     body.append(O.ReturnOp.create([], []))
     with pytest.raises(IRVerificationError, match="argument of tile type"):
         verify(O.Function("f", body))
+
+
+TMA = """
+    %buf = tc.local_alloc : tile<16x16xf16, #shared<vec=8, per_phase=2, max_phase=4, order=[1, 0]>>
+    %bars = tc.local_alloc : tile<3xi64, #shared<vec=1, per_phase=1, max_phase=1, order=[0]>>
+    %c0 = tc.constant {value = 0} : i32
+    %yes = tc.constant {value = true} : i1
+"""
+
+
+def test_multicast_copies_and_cluster_arrivals() -> None:
+    """A multicast tma_load takes the `shared` flag after its coordinates and a box of half the
+    tile's rows; a cluster arrive takes the `paired` flag."""
+    verify(module(TMA + """
+    tc.tma_load %buf, %bars, %c0, %yes, %c0, %n, %yes {extents = [1, 0, -1, 64], stride = [1, 2], box = [16, 8], swizzle = 64, multicast = true}
+    tc.tma_load %buf, %bars, %c0, %yes, %c0, %n {extents = [1, 0, -1, 64], stride = [1, 2], box = [16, 8], swizzle = 64}
+    tc.mbarrier_arrive %bars, %c0, %yes, %yes {cluster = true}
+    tc.cluster_barrier"""))
+    fails(TMA + "    tc.tma_load %buf, %bars, %c0, %yes, %c0, %n, %yes {extents = [1, 0, -1, 64], stride = [1, 2], "
+          "box = [16, 16], swizzle = 64, multicast = true}", "a multicast tma_load's box has half the tile's rows (8), not 16")
+    fails(TMA + "    tc.tma_load %buf, %bars, %c0, %yes, %c0, %n {extents = [1, 0, -1, 64], stride = [1, 2], "
+          "box = [16, 8], swizzle = 64, multicast = true}", "expects 7 operand(s), has 6")
+    fails(TMA + "    tc.tma_load %buf, %bars, %c0, %yes, %c0, %n, %c0 {extents = [1, 0, -1, 64], stride = [1, 2], "
+          "box = [16, 8], swizzle = 64, multicast = true}", "last operand (shared) is an i1")
+    fails(TMA + "    tc.tma_load %buf, %bars, %c0, %yes, %c0, %n {extents = [1, 0, -1, 64], stride = [1, 2], "
+          "box = [16, 6], swizzle = 64}", "the box's 6 rows must divide the tile's 16")
+    fails(TMA + "    tc.mbarrier_arrive %bars, %c0, %yes {cluster = true}", "expects 4 operand(s), has 3")
+    fails(TMA + "    tc.mbarrier_arrive %bars, %c0, %yes, %yes", "expects 3 operand(s), has 4")

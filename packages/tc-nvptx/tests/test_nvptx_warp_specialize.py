@@ -65,10 +65,10 @@ def test_ptxas_accepts(stages: int, warps: int, nb: int) -> None:
     assert k.registers * 32 * k.num_warps <= 64 * 1024
 
 
-def _persistent(stages: int = 3) -> CompiledKernel:
+def _persistent(arch: str = "sm_90", stages: int = 3) -> CompiledKernel:
     return compile((KERNELS / "matmul_tutorial.tc").read_text(),
                    defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 64},
-                   options=CompileOptions(arch="sm_90", num_warps=8, num_stages=stages, specialization=ALIGNED,
+                   options=CompileOptions(arch=arch, num_warps=8, num_stages=stages, specialization=ALIGNED,
                                           warp_specialize=True, persistent=True))
 
 
@@ -182,3 +182,70 @@ def test_ptxas_keeps_the_tf32_register_dots_in_flight_beside_a_producer_warpgrou
     monkeypatch.setattr(ws, "reads_a_from_registers", lambda dot: False)
     one_warp = _tf32_a_b(False)
     assert one_warp.num_warps == 9 and "C7512" in one_warp.asm["ptxas"]
+
+
+def _multicast(tma_store: bool = False, overlap_epilogue: bool = False) -> CompiledKernel:
+    return compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                   defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 64},
+                   options=CompileOptions(arch="sm_90a", num_warps=8, num_stages=3, specialization=ALIGNED,
+                                          warp_specialize=True, persistent=True, cluster_multicast=True,
+                                          tma_store=tma_store, overlap_epilogue=overlap_epilogue))
+
+
+def test_clusters_of_two_multicast_the_tiles_two_programs_share() -> None:
+    """CompileOptions.cluster_multicast: the kernel requires clusters of 2; a cluster barrier
+    follows the barriers' initialization (the empty barriers count both CTAs' consumer warps)
+    and precedes their invalidation; the producer copies a tile both programs read in halves,
+    each to both CTAs (.multicast::cluster, mask 0b11), and the whole tile for itself otherwise;
+    each consumer warp also arrives on the other CTA's empty barrier (mapa); the wgmma descriptors keep 18 bits of the shared addresses."""
+    k = _multicast()
+    assert k.cluster == 2 and k.persistent and k.num_warps == 9
+    text = re.sub(r"[ \t]+", " ", k.ptx)
+    filecheck(text, """
+CHECK: .maxntid 288
+CHECK-NEXT: .minnctapersm 1
+CHECK-NEXT: .explicitcluster
+CHECK-NEXT: .reqnctapercluster 2, 1, 1
+CHECK: mov.u32 %r[[RANK:[0-9]+]], %cluster_ctarank;
+CHECK: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 1;
+CHECK: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 16;
+CHECK: fence.mbarrier_init.release.cluster;
+CHECK: barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;
+CHECK: mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 49152;
+CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}], %rs{{[0-9]+}};
+CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [
+CHECK: wgmma.mma_async
+CHECK: mbarrier.arrive.shared::cta.b64 _,
+CHECK: mapa.shared::cluster.u32 remote, %r{{[0-9]+}}, %r{{[0-9]+}}; @%p{{[0-9]+}} mbarrier.arrive.shared::cluster.b64 _, [remote];
+CHECK: barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;
+CHECK: mbarrier.inval.shared::cta.b64
+""")
+    assert re.search(r"mov\.b16 %rs\d+, 3;", text)  # the multicast mask: both CTAs
+    # each descriptor's start address (shared address >> 4) masked to the 14-bit field
+    masks = re.findall(r"shr\.u32 %r(\d+), %r\d+, 4;\n and\.b32 %r\d+, %r(\d+), (\d+);", text)
+    assert masks and all(a == b and int(m) & ~0x3FFF == 0 for a, b, m in masks), masks
+    plain = re.sub(r"[ \t]+", " ", _persistent("sm_90a").ptx)
+    assert not re.search(r"shr\.u32 %r(\d+), %r\d+, 4;\n and\.b32 %r\d+, %r\1, \d+;", plain)
+    # A (128 rows) and B (64 rows of K) are both copied in halves where shared: a multicast copy
+    # per 64-column panel of each, and the whole tiles (two boxes each) where not
+    assert text.count("multicast::cluster [") == 1 + 4
+    meta = k.to_json()
+    assert meta["cluster"] == 2 and CompiledKernel.from_json(meta).cluster == 2
+    assert "cluster" not in _persistent().to_json() and "cluster_ctarank" not in _persistent().ptx
+
+
+def test_clusters_need_a_persistent_producer() -> None:
+    """Without a persistent grid (or without a producer) the option changes nothing."""
+    k = compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 64},
+                options=CompileOptions(arch="sm_90a", num_warps=8, num_stages=3, specialization=ALIGNED,
+                                       warp_specialize=True, cluster_multicast=True))
+    assert k.cluster == 1 and ".reqnctapercluster" not in k.ptx and "multicast" not in k.ptx
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+@pytest.mark.parametrize("store,overlap", [(False, False), (True, False), (True, True)])
+def test_ptxas_accepts_the_clusters(store: bool, overlap: bool) -> None:
+    k = _multicast(store, overlap)
+    assert k.cubin and k.spills == 0 and k.cluster == 2
+    assert not re.search(r"C751[0-6]|C7518|C752\d", k.asm["ptxas"]), k.asm["ptxas"]

@@ -1227,6 +1227,41 @@ def test_persistent_configuration_with_a_producer_warpgroup(fake: FakeCuda) -> N
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in k.asm("ptx")
 
 
+def test_persistent_configuration_in_clusters_launches_whole_clusters(fake: FakeCuda) -> None:
+    """options={"persistent": True, "cluster_multicast": True}: the PTX requires clusters of 2
+    (.reqnctapercluster), so the persistent grid is rounded up to an even number of CTAs: 512
+    programs run on 128 CTAs as before, 131 programs on 132 (the last CTA has none), and the
+    kernel still gets the grid the caller asked for."""
+    seen: list[tuple[int, ...]] = []
+
+    def body(params: list[int], grid: tuple[int, int, int]) -> None:
+        seen.append(tuple(ctypes.c_int32.from_address(p).value for p in params[9:12]))
+
+    fake.kernels["dot"] = body
+    k = _persistent_4096(fake, 3, {"persistent": True, "cluster_multicast": True},
+                         {"persistent": True, "cluster_multicast": True, "warp_specialize": True})
+    assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 9 * 32)
+    assert k.info["cluster"] == 2 and ".reqnctapercluster 2, 1, 1" in k.asm("ptx")
+    a = fake.alloc(4096)
+    k(a.ctypes.data, a.ctypes.data, a.ctypes.data, 4096, 4096, 64, 64, 64, 64, grid=(131,))
+    assert fake.calls[-1][:4] == ("launch", "dot", (132, 1, 1), 9 * 32)
+    assert seen[-1] == (131, 1, 1)
+
+
+def test_persistent_ctas_round_up_to_whole_clusters() -> None:
+    from tc_runtime.kernel import persistent_ctas
+
+    assert [persistent_ctas(p, 132) for p in (1, 7, 131, 132, 512, 2048)] == [1, 7, 131, 132, 128, 128]
+    assert [persistent_ctas(p, 132, 2) for p in (1, 7, 131, 132, 512, 2048, 133)] == [2, 8, 132, 132, 128, 128, 68]
+
+
+def test_cluster_multicast_needs_a_persistent_producer() -> None:
+    with pytest.raises(ValueError, match="cluster_multicast.*persistent"):
+        tc.config({"MB": 128}, options={"cluster_multicast": True})
+    with pytest.raises(ValueError, match="cluster_multicast.*persistent"):
+        tc.config({"MB": 128}, options={"cluster_multicast": True, "persistent": True, "warp_specialize": False})
+
+
 def test_autotuning_inside_graph_capture_is_refused_with_a_way_out(
         fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
     # timing configurations synchronizes, which would invalidate a capture: a new tuning key on a

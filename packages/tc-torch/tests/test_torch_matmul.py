@@ -508,6 +508,57 @@ def test_overlapped_configurations_on_the_gpu(ta: bool, tb: bool, dtype: torch.d
             assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (z, m, n, k, c.defines)
 
 
+#: Persistent configurations in clusters of 2 that multicast the tiles two programs share
+#: (CompileOptions.cluster_multicast), with and without the bulk store, the overlapped epilogue
+#: and a producer warpgroup.
+MULTICAST_CONFIGS = {
+    torch.float16: [mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
+                    mm._cfg(128, 256, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
+                    mm._cfg(128, 128, 64, 4, 4, persistent=True, cluster_multicast=True)],
+    torch.float32: [mm._cfg(128, 256, 32, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
+                    mm._cfg(256, 128, 32, 8, 4, persistent=True, producer_warpgroup=True, cluster_multicast=True)],
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_cluster_multicast_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # grids of an even number of programs (the clusters' CTAs share B), of an odd number (nothing
+    # shared: one CTA runs a program more), with a last group of 3 rows of tiles (pairs of
+    # programs in different columns: B not shared), batches whose pairs straddle two matrices
+    # (B shared only where broadcast), K of one k-step and K = 0
+    from tc_opt.resources import ResourceLimitError
+
+    torch.manual_seed(0)
+    precision = "tf32" if dtype == torch.float32 else "ieee"
+
+    def batch(z: int, rows: int, cols: int, transposed: bool, broadcast: bool = False) -> torch.Tensor:
+        shape = (1 if broadcast else z, cols, rows) if transposed else (1 if broadcast else z, rows, cols)
+        x = torch.randn(*shape, dtype=dtype, device="cuda")
+        x = x.transpose(1, 2) if transposed else x
+        return x.expand(z, rows, cols) if broadcast else x
+
+    cases = [(2, 1000, 777, 3000, False), (1, 129, 4100, 520, False), (1, 384, 256, 64, False),
+             (1, 1400, 1024, 256, False), (2, 384, 256, 64, False), (2, 384, 256, 64, True),
+             (1, 96, 160, 0, False)]
+    checked = 0
+    for z, m, n, k, broadcast in cases:
+        a, b = batch(z, m, k, ta), batch(z, k, n, tb, broadcast)
+        ref = a.double() @ b.double()
+        for c in MULTICAST_CONFIGS[dtype]:
+            got = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
+            try:
+                mm.matmul_out(got, a, b, configs=[c], precision=precision)
+            except ResourceLimitError:  # (B restaged K-major does not fit beside every tile)
+                continue
+            err = float((got.double() - ref).abs().max())
+            assert err <= 0.5 + 1e-2 * float(ref.abs().max()), (z, m, n, k, broadcast, c.defines, c.options)
+            checked += 1
+    assert checked >= len(cases)
+
+
 #: tf32 persistent configurations with a producer warpgroup (CompileOptions.producer_warpgroup),
 #: not among the tuner's tiles yet: A B reads B^T into registers, which a one-warp producer
 #: could not host (ptxas C7512).

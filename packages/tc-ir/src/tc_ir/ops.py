@@ -748,11 +748,29 @@ class MBarrierWaitOp(Operation):
 @register
 @attrs.define(eq=False, kw_only=True)
 class MBarrierArriveOp(Operation):
-    """operands: barriers, index i32, pred i1. Where pred holds, one thread of each warp arrives
-    on barrier `index` (a consumer warp telling the producer that it is done with a slot: the
-    barrier's count is the number of warps that arrive)."""
+    """operands: barriers, index i32, pred i1 (and, with `cluster`, paired i1). Where pred holds,
+    one thread of each warp arrives on barrier `index` (a consumer warp telling the producer that
+    it is done with a slot: the barrier's count is the number of warps that arrive).
+
+    `cluster` (a kernel launched in clusters of 2 whose producers multicast into both CTAs'
+    slots, tc_opt.warp_specialize): the thread also arrives on the barrier at the same place in
+    the other CTA of its cluster where `paired` holds, and a second time on its own where it does
+    not, so that the barrier's count is the same either way."""
 
     NAME = "tc.mbarrier_arrive"
+    HAS_SIDE_EFFECTS = True
+    cluster: bool = False
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class ClusterBarrierOp(Operation):
+    """Every thread of the CTAs of a cluster that has not exited meets here (barrier.cluster:
+    arrive with release, wait with acquire): after the barriers' initialization, before any
+    thread of the cluster arrives on or copies to another CTA's shared memory, and before the
+    barriers that the other CTA arrives on are invalidated."""
+
+    NAME = "tc.cluster_barrier"
     HAS_SIDE_EFFECTS = True
 
 
@@ -781,7 +799,14 @@ class TmaLoadOp(Operation):
     argument; `extents` holds per dimension (argument index or -1, offset): the extent is the
     argument's value plus the offset; `stride` is (argument index or -1, multiplier): the outer
     dimension's stride in elements; `box` is the copied box (the inner extent is one swizzle
-    panel, several copies fill a wider tile); `swizzle` the swizzle width in bytes."""
+    panel, several copies fill a wider tile, and its rows may be a fraction of the tile's, several
+    copies filling the rest); `swizzle` the swizzle width in bytes.
+
+    `multicast` (a kernel launched in clusters of 2, tc_opt.warp_specialize): one more operand
+    follows the coordinates, `shared` i1. Where it holds, both CTAs of the cluster copy the same
+    tile and each issues half of it (box rows are half the tile's: the CTA of rank r the rows of
+    half r) to the same place in both CTAs' shared memory, completing on both CTAs' barrier
+    `index`; where it does not, the CTA copies the whole tile for itself."""
 
     NAME = "tc.tma_load"
     HAS_SIDE_EFFECTS = True
@@ -791,6 +816,12 @@ class TmaLoadOp(Operation):
     stride: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     box: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     swizzle: int = 128
+    multicast: bool = False
+
+    @property
+    def coordinates(self) -> list[Value]:
+        """The map coordinates of the tile's first element (one per dimension of the map)."""
+        return self.operands[4:4 + len(self.box)]
 
 
 @register

@@ -509,9 +509,15 @@ def _mbarrier_wait(op: O.MBarrierWaitOp) -> None:
 
 @_rule(O.MBarrierArriveOp)
 def _mbarrier_arrive(op: O.MBarrierArriveOp) -> None:
-    _count(op, 3, 0)
+    _count(op, 4 if op.cluster else 3, 0)
     _barriers(op.operands[0])
-    _check(op.operands[1].type == I32 and op.operands[2].type == I1, "mbarrier_arrive takes (barriers, i32, i1)")
+    _check(op.operands[1].type == I32 and all(v.type == I1 for v in op.operands[2:]),
+           "mbarrier_arrive takes (barriers, i32, i1" + (", i1)" if op.cluster else ")"))
+
+
+@_rule(O.ClusterBarrierOp)
+def _cluster_barrier(op: O.ClusterBarrierOp) -> None:
+    _count(op, 0, 0)
 
 
 @_rule(O.WarpSpecializeOp)
@@ -538,10 +544,19 @@ def _tma_load(op: O.TmaLoadOp) -> None:
     rank = len(op.box)  # the map's: the tile's dimensions, then outer ones of box 1
     _check(dst.rank <= rank <= 5 and all(b == 1 for b in op.box[dst.rank:]),
            f"tma_load of a rank-{dst.rank} tile needs a map of rank {dst.rank} to 5 with outer boxes of 1")
-    _count(op, 4 + rank, 0)
+    _count(op, 4 + rank + (1 if op.multicast else 0), 0)
     _barriers(op.operands[1])
-    _check(op.operands[2].type == I32 and op.operands[3].type == I1, "tma_load takes (dst, barriers, i32, i1, coords)")
-    _check(all(v.type == I32 for v in op.operands[4:]), "tma_load coordinates must be i32")
+    _check(op.operands[2].type == I32 and op.operands[3].type == I1,
+           "tma_load takes (dst, barriers, i32, i1, coords" + (", i1)" if op.multicast else ")"))
+    _check(all(v.type == I32 for v in op.coordinates), "tma_load coordinates must be i32")
+    _check(not op.multicast or op.operands[-1].type == I1, "a multicast tma_load's last operand (shared) is an i1")
+    if dst.rank == 2:
+        assert isinstance(dst.layout, Shared)
+        rows = dst.shape[dst.layout.order[1]]
+        _check(op.box[1] > 0 and rows % op.box[1] == 0,
+               f"tma_load: the box's {op.box[1]} rows must divide the tile's {rows}")
+        _check(not op.multicast or 2 * op.box[1] == rows,
+               f"a multicast tma_load's box has half the tile's rows ({rows // 2}), not {op.box[1]}")
     _check(len(op.extents) == 2 * rank and len(op.stride) == 2 * (rank - 1),
            f"tma_load of a rank-{rank} map needs {rank} extents and {rank - 1} strides")
     _check(op.swizzle in (32, 64, 128), f"swizzle must be 32, 64 or 128 bytes, not {op.swizzle!r}")

@@ -53,6 +53,9 @@ class CompiledKernel:
     #: (a 1-D grid), it steps through the grid the caller asked for, whose extents (x, y, z) it
     #: takes as three i32 parameters after the user's arguments (before the tensor maps).
     persistent: bool = False
+    #: CTAs per cluster (CompileOptions.cluster_multicast: 2): the kernel's PTX requires clusters
+    #: of that shape (.reqnctapercluster), so a persistent grid is a multiple of it.
+    cluster: int = 1
     #: The indices of the unsigned integer parameters (IR integers have no sign; the runtime
     #: checks the range of each value it passes); None in metadata older than the field.
     unsigned_args: list[int] | None = None
@@ -82,6 +85,7 @@ class CompiledKernel:
             "spills": self.spills,
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
             **({"persistent": True} if self.persistent else {}),
+            **({"cluster": self.cluster} if self.cluster > 1 else {}),
             **({"unsigned_args": list(self.unsigned_args)} if self.unsigned_args is not None else {}),
         }
 
@@ -104,6 +108,7 @@ class CompiledKernel:
             asm=dict(asm or {}),
             tensor_maps=[dict(m) for m in data.get("tensor_maps", [])],
             persistent=bool(data.get("persistent", False)),
+            cluster=int(data.get("cluster", 1)),
             unsigned_args=[int(i) for i in data["unsigned_args"]] if "unsigned_args" in data else None,
         )
 
@@ -246,6 +251,7 @@ def compile_module(
         timings=timings,
         tensor_maps=tensor_maps_of(module),
         persistent=bool(module.attributes.get("persistent")),
+        cluster=int(module.attributes.get("cluster", 1)),  # type: ignore[call-overload]
         unsigned_args=f.unsigned_args,
     )
     if assemble_cubin and find_ptxas() is not None:

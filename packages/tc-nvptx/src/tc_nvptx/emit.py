@@ -47,12 +47,15 @@ def tensor_map_params(text: str) -> str:
     return re.sub(r"^define ptx_kernel .*$", mark, text, flags=re.M)
 
 
-def llvm_text(module: ir.Module | str, num_warps: int | None = None) -> str:
-    """The module's text, with the launch bound (max threads per block) of every kernel."""
+def llvm_text(module: ir.Module | str, num_warps: int | None = None, cluster: int | None = None) -> str:
+    """The module's text, with the launch bound (max threads per block) of every kernel and, for
+    a kernel launched in clusters, the cluster's shape (.reqnctapercluster)."""
     text = tensor_map_params(str(module))
     nw = num_warps if num_warps is not None else getattr(module, "tc_num_warps", None)
+    ctas = cluster if cluster is not None else int(getattr(module, "tc_cluster", 1))
     if nw is None:
         return text
+    shape = f', !"cluster_dim_x", i32 {ctas}, !"cluster_dim_y", i32 1, !"cluster_dim_z", i32 1' if ctas > 1 else ""
     kernels = re.findall(r'define ptx_kernel void @"?([\w.$]+)"?\(', text)
     if kernels:
         # .minnctapersm 1 next to .maxntid: without it ptxas aims for full occupancy and caps the
@@ -60,7 +63,7 @@ def llvm_text(module: ir.Module | str, num_warps: int | None = None) -> str:
         md = ", ".join(f"!{i + 1000}" for i in range(len(kernels)))
         text += f"\n!nvvm.annotations = !{{{md}}}\n"
         for i, k in enumerate(kernels):
-            text += f'!{i + 1000} = !{{ptr @"{k}", !"maxntidx", i32 {32 * nw}, !"minctasm", i32 1}}\n'
+            text += f'!{i + 1000} = !{{ptr @"{k}", !"maxntidx", i32 {32 * nw}, !"minctasm", i32 1{shape}}}\n'
     return text
 
 

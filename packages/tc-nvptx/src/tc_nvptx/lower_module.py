@@ -23,7 +23,7 @@ GRID_PARAMS = 3
 
 
 def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.GlobalVariable,
-            persistent: bool = False) -> int:
+            persistent: bool = False, cluster: int = 1) -> int:
     params = []
     for a in f.args:
         if isinstance(a.type, TileType):
@@ -43,6 +43,7 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
             p.add_attribute("noundef")
     alloc = allocate(f)
     ctx = Ctx(module, f, fn, options, AxisAnalysis(f), alloc, smem)
+    ctx.cluster = cluster
     for a, p in zip(f.args, fn.args):
         ctx.values[a] = p
     ctx.grid_params = list(fn.args[len(f.args):len(f.args) + grid])
@@ -71,9 +72,11 @@ def lower_to_llvm(module: Module, options: CompileOptions | None = None) -> ir.M
     smem.linkage = "external"
     smem.align = 1024  # swizzled tiles (tc_opt.shared_alloc.SWIZZLED_ALIGN)
     shared = 0
+    cluster = int(module.attributes.get("cluster", 1))  # type: ignore[call-overload]
     for f in module.functions:
-        shared = max(shared, _kernel(lm, f, options, smem, bool(module.attributes.get("persistent"))))
+        shared = max(shared, _kernel(lm, f, options, smem, bool(module.attributes.get("persistent")), cluster))
     module.attributes["shared_bytes"] = shared
     # read by emit_ptx for .maxntid: the program's warps and a warp-specialized kernel's producers
     lm.tc_num_warps = options.num_warps + int(module.attributes.get("producer_warps", 0))
+    lm.tc_cluster = cluster  # (.reqnctapercluster)
     return lm

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 from tc_ir.ops import (
+    ClusterBarrierOp,
     Function,
     MBarrierArriveOp,
     MBarrierExpectOp,
@@ -50,6 +51,15 @@ def tensor_map_count(f: Function) -> int:
 
 def _barrier(ctx: Ctx, bars: SharedView, index: ir.Value | int) -> ir.Value:
     return bars.address(ctx, [index])
+
+
+def cluster_rank(ctx: Ctx) -> ir.Value:
+    """This CTA's rank in its cluster (%cluster_ctarank), read once at the kernel's entry."""
+    key = ("cluster_rank",)
+    if key not in ctx._bases:
+        fn = ctx.intrinsic("llvm.nvvm.read.ptx.sreg.cluster.ctarank", I32, [])
+        ctx._bases[key] = ctx.eb.call(fn, [], name="cluster_rank")
+    return ctx._bases[key]
 
 
 def _tensor_map(ctx: Ctx, k: int, op: Operation) -> ir.Value:
@@ -100,8 +110,23 @@ def lower_mbarrier_arrive(ctx: Ctx, op: MBarrierArriveOp) -> None:
     bars = view_of(ctx, op.operands[0])
     lane0 = ctx.b.icmp_unsigned("==", ctx.lane, ir.Constant(I32, 0))
     pred = ctx.b.and_(lane0, ctx.scalar(op.operands[2]))
+    bar = _barrier(ctx, bars, ctx.scalar(op.operands[1]))
     ctx.asm(ir.VoidType(), "@$0 mbarrier.arrive.shared::cta.b64 _, [$1];", "b,r,~{memory}",
-            [pred, _barrier(ctx, bars, ctx.scalar(op.operands[1]))], side_effect=True)
+            [pred, bar], side_effect=True)
+    if op.cluster:
+        # the same barrier in the other CTA of the cluster where `paired`, else this one's again
+        rank = cluster_rank(ctx)
+        other = ctx.b.xor(rank, ir.Constant(I32, 1))
+        target = ctx.b.select(ctx.scalar(op.operands[3]), other, rank)
+        text = ("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $1, $2; "
+                "@$0 mbarrier.arrive.shared::cluster.b64 _, [remote]; }")
+        ctx.asm(ir.VoidType(), text, "b,r,r,~{memory}", [pred, bar, target], side_effect=True)
+
+
+@lowers("tc.cluster_barrier")
+def lower_cluster_barrier(ctx: Ctx, op: ClusterBarrierOp) -> None:
+    ctx.asm(ir.VoidType(), "barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;",
+            "~{memory}", [], side_effect=True)
 
 
 @lowers("tc.warp_specialize")
@@ -171,29 +196,47 @@ def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
         raise lowering_error(f"internal error: tma_load into {dst.shape} {dst.layout}", op.loc)
     b = ctx.b
     with b.if_then(b.and_(ctx.thread0(), ctx.scalar(op.operands[3]))):
-        _issue_tma_load(ctx, op, dst, _barrier(ctx, bars, ctx.scalar(op.operands[2])))
+        bar = _barrier(ctx, bars, ctx.scalar(op.operands[2]))
+        if not op.multicast:
+            _issue_tma_load(ctx, op, dst, bar)
+            return
+        with b.if_else(ctx.scalar(op.operands[-1])) as (shared, alone):
+            with shared:
+                _issue_tma_load(ctx, op, dst, bar, cluster_rank(ctx))
+            with alone:
+                _issue_tma_load(ctx, op, dst, bar)
 
 
-def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value) -> None:
-    """The copies themselves, one per swizzle panel, in the leader's own branch: the other warps
-    jump over them instead of running the uniform-register loops ptxas builds around each copy."""
+def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, half: ir.Value | None = None) -> None:
+    """The copies themselves, one per swizzle panel and box of rows, in the leader's own branch:
+    the other warps jump over them instead of running the uniform-register loops ptxas builds
+    around each copy. `half`: only the rows of that half (a multicast box is half the tile's
+    rows), copied into both CTAs of the cluster."""
     b = ctx.b
-    coords = [ctx.scalar(v) for v in op.operands[4:]]
+    coords = [ctx.scalar(v) for v in op.coordinates]
     fast, slow = dst.layout.order[0], dst.layout.order[1]
     outer = coords[2:]  # the map's outer dimensions (a batch index), box 1
     rank = 2 + len(outer)
-    width = int(op.box[0])
+    width, rows = int(op.box[0]), int(op.box[1])
     desc = _tensor_map(ctx, int(op.descriptor), op)
     places = ", ".join(f"${2 + d}" for d in range(rank))
-    text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
-            f"[$0], [$1, {{{places}}}], [${2 + rank}];")
-    constraints = "r,l," + "r," * rank + "r,~{memory}"
-    for p in range(dst.shape[fast] // width):
-        at: list[ir.Value | int] = [0, 0]
-        at[fast] = p * width
-        smem = dst.address(ctx, at)
-        inner = b.add(coords[fast], ir.Constant(I32, p * width)) if p else coords[fast]
-        ctx.asm(ir.VoidType(), text, constraints, [smem, desc, inner, coords[slow], *outer, bar], side_effect=True)
+    multicast = ".multicast::cluster" if half is not None else ""
+    text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes{multicast} "
+            f"[$0], [$1, {{{places}}}], [${2 + rank}]" + (f", ${3 + rank};" if half is not None else ";"))
+    constraints = "r,l," + "r," * rank + "r," + ("h," if half is not None else "") + "~{memory}"
+    mask = [ir.Constant(ir.IntType(16), 0b11)] if half is not None else []
+    starts: list[ir.Value | int] = [b.mul(half, ir.Constant(I32, rows))] if half is not None else \
+        [c * rows for c in range(dst.shape[slow] // rows)]
+    for row in starts:
+        for p in range(dst.shape[fast] // width):
+            at: list[ir.Value | int] = [0, 0]
+            at[fast], at[slow] = p * width, row
+            smem = dst.address(ctx, at)
+            inner = b.add(coords[fast], ir.Constant(I32, p * width)) if p else coords[fast]
+            across = coords[slow] if isinstance(row, int) and row == 0 else \
+                b.add(coords[slow], row if isinstance(row, ir.Value) else ir.Constant(I32, row))
+            ctx.asm(ir.VoidType(), text, constraints, [smem, desc, inner, across, *outer, bar, *mask],
+                    side_effect=True)
 
 
 def _thread_span(d: DimMap) -> int:

@@ -61,7 +61,8 @@ def fence_for_async_proxy(ctx: Ctx) -> None:
 
 def _descriptor(ctx: Ctx, view: SharedView, coords: list[ir.Value | int], lbo: int, sbo: int, mode: int) -> ir.Value:
     """The 64-bit matrix descriptor of the operand at `coords`: its start address >> 4 (a shared
-    address is below 2^18, so the 14-bit field needs no mask) plus the constant fields. The start
+    address is below 2^18, so the 14-bit field needs no mask but in clusters) plus the constant
+    fields. The start
     is computed as (view base >> 4) + (byte offset >> 4), both 16-byte aligned: the base's part is
     one value per slot and the offsets are constants or loop invariants, so each descriptor of a
     k-step costs one 32-bit add."""
@@ -69,7 +70,10 @@ def _descriptor(ctx: Ctx, view: SharedView, coords: list[ir.Value | int], lbo: i
     four = ir.Constant(I32, 4)
     eb = view.element.bits // 8  # type: ignore[union-attr]
     byte = b.mul(view.offset(ctx, coords), ir.Constant(I32, eb))
-    start = b.add(b.lshr(b.ptrtoint(view.ptr, I32), four), b.lshr(byte, four))
+    base = b.ptrtoint(view.ptr, I32)
+    if ctx.cluster > 1:  # (a CTA of rank 1 has bit 24 in its shared addresses: keep the 18 bits of the offset)
+        base = b.and_(base, ir.Constant(I32, 0x3FFFF))
+    start = b.add(b.lshr(base, four), b.lshr(byte, four))
     fixed = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | mode << 62
     return b.or_(b.zext(start, I64), ir.Constant(I64, fixed))
 

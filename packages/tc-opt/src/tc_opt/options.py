@@ -90,6 +90,12 @@ class CompileOptions:
     #: registers (C = A B computed transposed, which ptxas otherwise serializes: C7512) and large
     #: accumulators (the launch has four warps more than num_warps).
     producer_warpgroup: bool = False
+    #: With `persistent` and `warp_specialize`: the kernel is launched in clusters of 2 CTAs that
+    #: run consecutive programs, and where the two programs' tiles of an operand coincide (B of
+    #: two tiles of one column of a grouped order) each CTA copies half of it into both CTAs'
+    #: shared memory (TMA multicast): that operand's traffic from L2 is halved
+    #: (tc_opt.warp_specialize; the runtime launches an even number of CTAs).
+    cluster_multicast: bool = False
     debug: bool = False
     verify: bool = True
     print_after_all: bool = False

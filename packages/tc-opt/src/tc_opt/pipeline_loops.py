@@ -390,7 +390,7 @@ class PipelineLoops(Pass):
         cp.async."""
         from .pipeline_tma import pipeline_loop_tma
         from .tma import plans_for
-        from .warp_specialize import can_persist, can_specialize, warp_specialize_loop
+        from .warp_specialize import can_cluster, can_persist, can_specialize, warp_specialize_loop
 
         if self.options.sm < 90:
             return None
@@ -403,10 +403,13 @@ class PipelineLoops(Pass):
         if o.warp_specialize and "producer_warps" not in module.attributes \
                 and can_specialize(f, loop, plans, o.num_warps, handoff):
             persistent = o.persistent and can_persist(f, loop, plans)
-            ws = warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps, persistent, handoff)
+            cluster = persistent and o.cluster_multicast and can_cluster(f, loop, plans)
+            ws = warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps, persistent, handoff, cluster)
             module.attributes["producer_warps"] = ws.producer_warps
             if persistent:
                 module.attributes["persistent"] = True
+            if cluster:
+                module.attributes["cluster"] = 2
             return "specialized"
         pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps)
         return "plain"

@@ -74,9 +74,11 @@ def _tile_bytes(t: TileType) -> int:
 
 
 def issue_copies(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, slot: Value, valid: Value,
-                 coords: list[tuple[Value, ...]]) -> None:
+                 coords: list[tuple[Value, ...]], shared: Sequence[Value | None] = ()) -> None:
     """Where `valid` holds: announce the bytes of slot `slot` on its barrier, then copy every
-    plan's tile into the slot."""
+    plan's tile into the slot; a plan with a `shared` flag (clusters of 2, tc_opt.warp_specialize)
+    gets a multicast copy that the two CTAs of the cluster split where the flag holds (the bytes
+    announced are the same: the other CTA's half lands on this barrier too)."""
     total = 0
     for p in plans:
         t = p.alloc.result.type
@@ -85,7 +87,12 @@ def issue_copies(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars:
     e.add(MBarrierExpectOp.create([bars, slot, valid], [], {"bytes": total}))
     for k, (p, buf, xy) in enumerate(zip(plans, bufs, coords)):
         view = e.subview(buf, slot, p.alloc.result.type)
-        e.add(TmaLoadOp.create([view, bars, slot, valid, *xy], [], p.attributes(k), loc=p.load.loc))
+        flag = shared[k] if k < len(shared) else None
+        if flag is None:
+            e.add(TmaLoadOp.create([view, bars, slot, valid, *xy], [], p.attributes(k), loc=p.load.loc))
+        else:
+            e.add(TmaLoadOp.create([view, bars, slot, valid, *xy, flag], [], p.attributes(k, halves=True),
+                                   loc=p.load.loc))
 
 
 def tile_coordinates(e: _Emitter, plans: list[TmaPlan], starts: list[tuple[Value, Value]],

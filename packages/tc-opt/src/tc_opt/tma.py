@@ -265,15 +265,27 @@ class TmaPlan:
     def slow(self) -> int:
         return 1 - self.fast
 
-    def attributes(self, descriptor: int) -> dict[str, object]:
-        """The tc.tma_load attributes of this plan's tensor map (map order: fast dimension first)."""
+    def attributes(self, descriptor: int, halves: bool = False) -> dict[str, object]:
+        """The tc.tma_load attributes of this plan's tensor map (map order: fast dimension first);
+        `halves`: a multicast copy's, whose box has half the tile's rows (can_halve)."""
         t = self.alloc.result.type
         assert isinstance(t, TileType)
         ext = (*self.extent[self.fast], *self.extent[self.slow], *((-1, UNBOUNDED) * len(self.outer)))
         stride = (self.stride_arg, 1, *(x for _, arg in self.outer for x in (arg, 1)))
-        box = (self.panel, t.shape[self.slow], *(1,) * len(self.outer))
+        rows = t.shape[self.slow] // 2 if halves else t.shape[self.slow]
+        box = (self.panel, rows, *(1,) * len(self.outer))
+        extra: dict[str, object] = {"multicast": True} if halves else {}
         return {"descriptor": descriptor, "base": self.base_arg, "extents": ext, "stride": stride,
-                "box": box, "swizzle": self.swizzle}
+                "box": box, "swizzle": self.swizzle, **extra}
+
+    @property
+    def can_halve(self) -> bool:
+        """Whether two copies of half the tile's rows each can fill it (multicast): each half a
+        whole number of swizzle atoms (8 rows), so that it lands where the whole tile's copy puts
+        those rows."""
+        t = self.alloc.result.type
+        assert isinstance(t, TileType)
+        return t.shape[self.slow] % 16 == 0
 
 
 def _arg_index(f: Function, v: Value) -> int | None:

@@ -34,6 +34,20 @@ while the consumers are still in the epilogue of this one; the slots stay reserv
 epilogue (which then has shared memory of its own), and the consumers release the last slot of
 a program after its final dot_wait. Needs: the ops before the loop pure, the producer's slice
 scalar, and no return but the kernel's last op.
+
+Clusters of 2 with multicast (CompileOptions.cluster_multicast, persistent only): the runtime
+launches an even number of CTAs in clusters of 2 (CTAs 2c and 2c + 1), so the two CTAs of a
+cluster run the programs t and t ^ 1 at the same time. Each producer computes both programs'
+tile coordinates; for an operand whose two tiles coincide (B of two tiles of one column of a
+grouped order) each CTA copies half of the tile, rows of half `rank`, into both CTAs' slot
+(`.multicast::cluster`), which halves that operand's traffic from L2. So that a producer never
+writes into the other CTA's slot before its consumers are done with it, every consumer warp
+arrives on the `empty` barriers of both CTAs (count 2 x num_warps). Where the grid has an odd
+number of programs (`paired` false: one CTA of a cluster runs one program more) nothing is
+shared and each consumer warp arrives twice on its own barrier instead. The loop's bounds must
+not depend on the program (both CTAs run the same iterations). A cluster barrier follows the
+barriers' initialization (before any remote arrive or copy) and precedes their invalidation (no
+remote arrive is still to come).
 """
 
 from __future__ import annotations
@@ -43,6 +57,7 @@ from collections.abc import Sequence
 import attrs
 from tc_ir.ops import (
     Block,
+    ClusterBarrierOp,
     DotWaitOp,
     ForOp,
     Function,
@@ -183,21 +198,47 @@ def can_persist(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
     return _producer_slice(body.ops[: body.ops.index(loop)], _producer_needs(loop, plans)) is not None
 
 
+def _reads_program_ids(prefix: Sequence[Operation], values: Sequence[Value]) -> bool:
+    """Whether any of `values` is computed (in `prefix`) from a program id or count."""
+    defs: dict[Value, Operation] = {r: op for op in prefix for r in op.results}
+    seen: set[Operation] = set()
+    todo = list(values)
+    while todo:
+        op = defs.get(todo.pop())
+        if op is None or op in seen:
+            continue
+        if isinstance(op, (ProgramIdOp, NumProgramsOp)):
+            return True
+        seen.add(op)
+        todo.extend(op.operands)
+    return False
+
+
+def can_cluster(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
+    """Whether the persistent specialized kernel can run in clusters of 2 with multicast (see the
+    module's doc): the loop's bounds are the same for every program and some operand's tile can
+    be copied in halves."""
+    prefix = f.body.ops[: f.body.ops.index(loop)]
+    return not _reads_program_ids(prefix, loop.operands[:3]) and any(p.can_halve for p in plans)
+
+
 def _mapped(lin: Lin, mapping: dict[Value, Value]) -> Lin:
     return {(mapping.get(k, k) if k is not None else None): c for k, c in lin.items()}
 
 
 def _copy_loop(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], full: Value, empty: Value,
                starts: list[tuple[Value, Value]], outers: list[list[Value]], bounds: Sequence[Value],
-               ivt: IRType, slot0: Value, phase0: Value, stages: int, loc: object) -> ForOp:
+               ivt: IRType, slot0: Value, phase0: Value, stages: int, loc: object,
+               shared: Sequence[Value | None] = ()) -> ForOp:
     """The producer's loop over one program's iterations: wait until the slot is free, then
-    announce and issue the copies of iteration `iter` into it."""
+    announce and issue the copies of iteration `iter` into it (`shared`: issue_copies')."""
     pbody = Block([ivt, I32, I32, I32], [None, "slot", "phase", "iter"])
     _, slot, phase, it = pbody.args
     pe = _Emitter(pbody, 0)
     free = pe.binary("xor", phase, pe.const(I32, 1))
     pe.add(MBarrierWaitOp.create([empty, slot, free], [], loc=loc))  # type: ignore[arg-type]
-    issue_copies(pe, plans, bufs, full, slot, pe.const(I1, 1), tile_coordinates(pe, plans, starts, outers, it))
+    issue_copies(pe, plans, bufs, full, slot, pe.const(I1, 1), tile_coordinates(pe, plans, starts, outers, it),
+                 shared)
     next_slot, next_phase = next_slot_and_phase(pe, slot, phase, stages)
     pe.add(YieldOp.create([next_slot, next_phase, pe.binary("add", it, pe.const(I32, 1))], []))
     op = e.add(ForOp.create([*bounds, slot0, phase0, e.const(I32, 0)], [I32, I32, I32], {}, [pbody], loc))  # type: ignore[arg-type]
@@ -205,11 +246,39 @@ def _copy_loop(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], full: V
     return op
 
 
+def _shared_flags(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
+                  user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value], paired: Value,
+                  starts: list[tuple[Value, Value]], outers: list[list[Value]]) -> list[Value | None]:
+    """Per plan, whether the other CTA of the cluster (running program `program` ^ 1) copies the
+    same tile in this program (None: a plan whose tile cannot be copied in halves)."""
+    peer_ids = program_ids(pe, pe.binary("xor", program, pe.const(I32, 1)), dims)
+    mapping: dict[Value, Value] = {}
+    for op in user_ids:
+        mapping[op.result] = peer_ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
+    pe.clone(sliced, mapping)
+    peer_plans = [attrs.evolve(p, start=(_mapped(p.start[0], mapping), _mapped(p.start[1], mapping)),
+                               outer=tuple((_mapped(lin, mapping), a) for lin, a in p.outer)) for p in plans]
+    peer_starts, peer_outers = start_coordinates(pe, f, peer_plans)
+    flags: list[Value | None] = []
+    for p, mine, theirs, my_outer, their_outer in zip(plans, starts, peer_starts, outers, peer_outers):
+        if not p.can_halve:
+            flags.append(None)
+            continue
+        same = paired
+        for a, b in zip((*mine, *my_outer), (*theirs, *their_outer)):
+            same = pe.binary("and", same, pe.cmp("eq", a, b))
+        flags.append(same)
+    return flags
+
+
 def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int,
-                         persistent: bool = False, handoff: bool = False) -> WarpSpecializeOp:
+                         persistent: bool = False, handoff: bool = False,
+                         cluster: bool = False) -> WarpSpecializeOp:
     """Replace `loop` (and what follows it) by a tc.warp_specialize op as described above, and
     return it; `persistent` (where can_persist) makes both roles loop over the programs,
-    `handoff` makes the producer a warpgroup that hands its registers to the consumers."""
+    `handoff` makes the producer a warpgroup that hands its registers to the consumers,
+    `cluster` (persistent, where can_cluster) runs clusters of 2 that multicast shared tiles."""
+    assert persistent or not cluster
     outer = f.body
     assert loop.parent is outer and stages >= 2
     body = loop.body
@@ -227,7 +296,9 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     full = top.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
     empty = top.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
     top.add(MBarrierInitOp.create([full], [], {"count": 1}, loc=loop.loc))
-    top.add(MBarrierInitOp.create([empty], [], {"count": num_warps}, loc=loop.loc))
+    top.add(MBarrierInitOp.create([empty], [], {"count": num_warps * (2 if cluster else 1)}, loc=loop.loc))
+    if cluster:
+        top.add(ClusterBarrierOp.create([], [], loc=loop.loc))
     producer, consumer = Block(), Block()
     prod, cons = _Emitter(producer, 0), _Emitter(consumer, 0)
     producer_registers, consumer_registers = register_split(num_warps) if handoff else (0, 0)  # (0: no setmaxnreg)
@@ -242,6 +313,8 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         assert outer.ops[prefix_at] is ws
         top.index = prefix_at
         cta, ctas, dims, count = grid_of(top)
+        # (clusters: both CTAs of every cluster run as many programs, the grid's count even)
+        paired = top.cmp("eq", top.binary("and", count, top.const(I32, 1)), top.const(I32, 0)) if cluster else None
         ws_at = outer.ops.index(ws)
         # producer: per program, the slice of the prefix its copies need, then its copies
         ptile, pe = tile_loop(prod, cta, count, ctas, 2, loop.loc)
@@ -256,8 +329,10 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
                                      outer=tuple((_mapped(lin, mapping), a) for lin, a in p.outer)) for p in plans]
         starts, outers = start_coordinates(pe, f, mapped_plans)
         bounds = [mapping.get(v, v) for v in (lb, ub, step)]
+        shared = _shared_flags(pe, f, plans, sliced, user_ids, ptile.body.args[0], dims, paired, starts, outers) \
+            if paired is not None else []
         copies = _copy_loop(pe, plans, bufs, full, empty, starts, outers, bounds, ivt,
-                            ptile.body.args[1], ptile.body.args[2], stages, loop.loc)
+                            ptile.body.args[1], ptile.body.args[2], stages, loop.loc, shared)
         pe.add(YieldOp.create(copies.results[:2], []))
         # consumer: per program, the prefix, the loop and the epilogue
         ctile, ce = tile_loop(cons, cta, count, ctas, 2, loop.loc)
@@ -270,6 +345,8 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         tile_body.append(tile_term)
         prod.add(YieldOp.create([], []))
         inval_at = cons
+        if cluster:
+            inval_at.add(ClusterBarrierOp.create([], [], loc=loop.loc))
         inval_at.add(MBarrierInvalOp.create([full], [], loc=loop.loc))
         inval_at.add(MBarrierInvalOp.create([empty], [], loc=loop.loc))
         cons.add(YieldOp.create([], []))
@@ -285,7 +362,15 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
             consumer.append(moved)
         consumer.append(YieldOp.create([], []))
         read0 = phase0 = None
+        paired = None
         home = consumer
+
+    def release_slot(e: _Emitter, slot: Value, pred: Value) -> None:
+        """Each consumer warp's arrive on `empty[slot]` (with clusters, the other CTA's too)."""
+        if paired is None:
+            e.add(MBarrierArriveOp.create([empty, slot, pred], [], loc=loop.loc))
+        else:
+            e.add(MBarrierArriveOp.create([empty, slot, pred, paired], [], {"cluster": True}, loc=loop.loc))
 
     # the consumers' loop: wait for the slot, dot, release the slot the previous dot read
     read = body.add_arg(I32, "read_slot")
@@ -299,7 +384,7 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     done = after_dot.add(DotWaitOp.create([dot.result], [dot.result.type], {"pending": 1}, loc=dot.loc)).result
     term.operands = [done if v is dot.result else v for v in term.operands]
     not_first = after_dot.cmp("sgt", body.args[0], lb)  # the dot of iteration i - 1 read slot `release`
-    after_dot.add(MBarrierArriveOp.create([empty, release, not_first], [], loc=loop.loc))
+    release_slot(after_dot, release, not_first)
     tail = _Emitter(body, body.ops.index(term))
     next_read, next_phase = next_slot_and_phase(tail, read, phase, stages)
     term.operands = [*term.operands, next_read, next_phase, read]
@@ -319,7 +404,7 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         assert isinstance(wait, DotWaitOp)
         e = _Emitter(home, home.ops.index(wait) + 1)
         ran = e.cmp("slt", lb, ub)
-        e.add(MBarrierArriveOp.create([empty, new.results[release.index - 1], ran], [], loc=loop.loc))
+        release_slot(e, new.results[release.index - 1], ran)
         tile_term.operands = [new.results[read.index - 1], new.results[phase.index - 1]]
     else:
         inval = next(op for op in consumer.ops if isinstance(op, MBarrierInvalOp))
@@ -327,5 +412,5 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     return ws
 
 
-__all__ = ["PRODUCER_REGISTERS", "PRODUCER_WARPGROUP", "PRODUCER_WARPS", "accumulator_registers", "can_persist",
-           "can_specialize", "register_split", "registers_per_thread", "warp_specialize_loop"]
+__all__ = ["PRODUCER_REGISTERS", "PRODUCER_WARPGROUP", "PRODUCER_WARPS", "accumulator_registers", "can_cluster",
+           "can_persist", "can_specialize", "register_split", "registers_per_thread", "warp_specialize_loop"]

@@ -46,6 +46,9 @@ class KernelBinary:
     #: per SM, each looping over the grid's programs, which it takes as three hidden i32
     #: parameters (x, y, z) after the user's arguments, before the tensor maps (kernel.py)
     persistent: bool = False
+    #: CTAs per cluster (tc_opt's CompileOptions.cluster_multicast: 2): its PTX requires clusters
+    #: of that shape, so a persistent launch is a multiple of it (kernel.launch_persistently)
+    cluster: int = 1
     #: The indices of the unsigned integer parameters (Signature checks each value's range);
     #: None for metadata older than the field (either range accepted)
     unsigned_args: tuple[int, ...] | None = None
@@ -67,6 +70,7 @@ class KernelBinary:
             num_stages=int(getattr(ck, "num_stages", 3) or 3),
             tensor_maps=tuple(dict(m) for m in getattr(ck, "tensor_maps", None) or ()),
             persistent=bool(getattr(ck, "persistent", False)),
+            cluster=int(getattr(ck, "cluster", 1) or 1),
             unsigned_args=_opt_indices(getattr(ck, "unsigned_args", None)),
             asm={str(k): str(v) for k, v in asm.items() if isinstance(v, (str, bytes))
                  and not isinstance(v, bytes)},
@@ -81,6 +85,7 @@ class KernelBinary:
             "num_stages": self.num_stages,
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
             **({"persistent": True} if self.persistent else {}),
+            **({"cluster": self.cluster} if self.cluster > 1 else {}),
             **({"unsigned_args": list(self.unsigned_args)} if self.unsigned_args is not None else {}),
         }
 
@@ -97,6 +102,7 @@ class KernelBinary:
                 num_stages=int(meta.get("num_stages", 3)), asm=dict(asm),
                 tensor_maps=tuple(dict(m) for m in meta.get("tensor_maps", [])),
                 persistent=meta.get("persistent", False) is True,
+                cluster=int(meta.get("cluster", 1)),
                 unsigned_args=_opt_indices(meta.get("unsigned_args")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

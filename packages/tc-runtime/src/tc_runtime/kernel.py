@@ -133,16 +133,19 @@ class Variant:
 GRID_PARAMS = ("tc_grid_x", "tc_grid_y", "tc_grid_z")
 
 
-def persistent_ctas(programs: int, sms: int) -> int:
+def persistent_ctas(programs: int, sms: int, cluster: int = 1) -> int:
     """The CTAs a persistent kernel runs its `programs` on: as few as take the same number of
     programs each as one CTA per SM would (512 programs on 132 SMs: 4 each on 128 CTAs rather than
     4 or 3 on 132). The slowest CTA decides the time either way; on an H100 the balanced grid made
     the 4096^3 and 8192^3 matmuls 1.5-2% faster (its waves are whole groups of the grouped program
-    order, and SMs without a program draw no power)."""
+    order, and SMs without a program draw no power). A kernel launched in clusters gets a multiple
+    of the cluster's CTAs (rounded up: the last CTAs may have a program fewer, or none)."""
     if programs <= sms:
-        return programs
-    per_cta = -(-programs // sms)
-    return -(-programs // per_cta)
+        ctas = programs
+    else:
+        per_cta = -(-programs // sms)
+        ctas = -(-programs // per_cta)
+    return -(-ctas // cluster) * cluster
 
 
 def launch_persistently(v: Variant, ctas: int) -> None:
@@ -157,7 +160,7 @@ def launch_persistently(v: Variant, ctas: int) -> None:
         if total >= 2**31:
             raise ValueError(f"kernel '{v.binary.name}' is persistent: its {gx}x{gy}x{gz} programs must "
                              f"number fewer than 2**31 (they are counted in 32 bits)")
-        return persistent_ctas(total, ctas)
+        return persistent_ctas(total, ctas, v.binary.cluster)
 
     def persistent(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
         run((*args, gx, gy, gz), programs(gx, gy, gz), 1, 1, stream)

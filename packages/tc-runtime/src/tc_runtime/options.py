@@ -120,9 +120,11 @@ def config(defines: Mapping[str, object] | None = None, num_warps: int = 4,
 #: TMA bulk-store epilogues, a producer warp (warp specialization), a persistent grid (one
 #: program per SM looping over the programs; with a producer warp unless warp_specialize=False
 #: is given, and without one where the compiler refuses it), in a persistent grid with a
-#: producer, each program's first dot issued before the previous program's stores and, with a
-#: producer, a producer warpgroup that hands its registers to the consumers.
-SCHEDULE_OPTIONS = ("tma", "tma_store", "warp_specialize", "persistent", "overlap_epilogue", "producer_warpgroup")
+#: producer, each program's first dot issued before the previous program's stores, with a
+#: producer, a producer warpgroup that hands its registers to the consumers and, persistent with a
+#: producer, clusters of 2 CTAs that multicast the operand tiles they share.
+SCHEDULE_OPTIONS = ("tma", "tma_store", "warp_specialize", "persistent", "overlap_epilogue", "producer_warpgroup",
+                    "cluster_multicast")
 
 
 def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
@@ -141,6 +143,9 @@ def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
         out[name] = value
     if out.get("persistent"):
         out.setdefault("warp_specialize", True)
+    if out.get("cluster_multicast") and not (out.get("persistent") and out.get("warp_specialize")):
+        raise ValueError("config option 'cluster_multicast' needs 'persistent' (with its producer warp): "
+                         "only a persistent warp-specialized kernel runs in clusters")
     return out
 
 
