@@ -246,21 +246,32 @@ def _copy_loop(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], full: V
     return op
 
 
-def _shared_flags(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
-                  user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value], paired: Value,
-                  starts: list[tuple[Value, Value]], outers: list[list[Value]]) -> list[Value | None]:
-    """Per plan, whether the other CTA of the cluster (running program `program` ^ 1) copies the
-    same tile in this program (None: a plan whose tile cannot be copied in halves)."""
-    peer_ids = program_ids(pe, pe.binary("xor", program, pe.const(I32, 1)), dims)
+def _program_copies(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
+                    user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value]
+                    ) -> tuple[dict[Value, Value], list[tuple[Value, Value]], list[list[Value]]]:
+    """For program `program` of the grid `dims`, computed at `pe`: the producer's slice of the
+    prefix (the map from its values to theirs) and the start and outer coordinates of the plans'
+    copies."""
+    ids = program_ids(pe, program, dims)
     mapping: dict[Value, Value] = {}
     for op in user_ids:
-        mapping[op.result] = peer_ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
+        mapping[op.result] = ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
     pe.clone(sliced, mapping)
-    peer_plans = [attrs.evolve(p, start=(_mapped(p.start[0], mapping), _mapped(p.start[1], mapping)),
-                               outer=tuple((_mapped(lin, mapping), a) for lin, a in p.outer)) for p in plans]
-    peer_starts, peer_outers = start_coordinates(pe, f, peer_plans)
+    mapped = [attrs.evolve(p, start=(_mapped(p.start[0], mapping), _mapped(p.start[1], mapping)),
+                           outer=tuple((_mapped(lin, mapping), a) for lin, a in p.outer)) for p in plans]
+    starts, outers = start_coordinates(pe, f, mapped)
+    return mapping, starts, outers
+
+
+def _shared_flags(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
+                  user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value],
+                  paired: Value, starts: list[tuple[Value, Value]], outers: list[list[Value]]) -> list[Value | None]:
+    """Per plan, whether the other CTA of the cluster (running program `program` ^ 1) copies the
+    same tile in this program (None: a plan whose tile cannot be copied in halves)."""
+    other = pe.binary("xor", program, pe.const(I32, 1))
+    _, their_starts, their_outers = _program_copies(pe, f, plans, sliced, user_ids, other, dims)
     flags: list[Value | None] = []
-    for p, mine, theirs, my_outer, their_outer in zip(plans, starts, peer_starts, outers, peer_outers):
+    for p, mine, theirs, my_outer, their_outer in zip(plans, starts, their_starts, outers, their_outers):
         if not p.can_halve:
             flags.append(None)
             continue
@@ -318,16 +329,9 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         ws_at = outer.ops.index(ws)
         # producer: per program, the slice of the prefix its copies need, then its copies
         ptile, pe = tile_loop(prod, cta, count, ctas, 2, loop.loc)
-        ids = program_ids(pe, ptile.body.args[0], dims)
-        mapping: dict[Value, Value] = {}
-        for op in user_ids:
-            mapping[op.result] = ids[op.axis] if isinstance(op, ProgramIdOp) else dims[op.axis]
         sliced = _producer_slice(prefix, _producer_needs(loop, plans))
         assert sliced is not None
-        pe.clone(sliced, mapping)
-        mapped_plans = [attrs.evolve(p, start=(_mapped(p.start[0], mapping), _mapped(p.start[1], mapping)),
-                                     outer=tuple((_mapped(lin, mapping), a) for lin, a in p.outer)) for p in plans]
-        starts, outers = start_coordinates(pe, f, mapped_plans)
+        mapping, starts, outers = _program_copies(pe, f, plans, sliced, user_ids, ptile.body.args[0], dims)
         bounds = [mapping.get(v, v) for v in (lb, ub, step)]
         shared = _shared_flags(pe, f, plans, sliced, user_ids, ptile.body.args[0], dims, paired, starts, outers) \
             if paired is not None else []
