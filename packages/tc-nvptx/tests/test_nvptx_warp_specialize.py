@@ -195,9 +195,10 @@ def _multicast(tma_store: bool = False, overlap_epilogue: bool = False) -> Compi
 def test_clusters_of_two_multicast_the_tiles_two_programs_share() -> None:
     """CompileOptions.cluster_multicast: the kernel requires clusters of 2; a cluster barrier
     follows the barriers' initialization (the empty barriers count both CTAs' consumer warps)
-    and precedes their invalidation; the producer copies a tile both programs read in halves,
-    each to both CTAs (.multicast::cluster, mask 0b11), and the whole tile for itself otherwise;
-    each consumer warp also arrives on the other CTA's empty barrier (mapa); the wgmma descriptors keep 18 bits of the shared addresses."""
+    and precedes their invalidation; the producer copies a tile both programs read in halves
+    (half of B's panels), each to both CTAs (.multicast::cluster, mask 0b11), and the whole tile
+    for itself otherwise; each consumer warp also arrives on the other CTA's empty barrier
+    (mapa); the wgmma descriptors keep 18 bits of the shared addresses."""
     k = _multicast()
     assert k.cluster == 2 and k.persistent and k.num_warps == 9
     text = re.sub(r"[ \t]+", " ", k.ptx)
@@ -211,9 +212,9 @@ CHECK: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 1;
 CHECK: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 16;
 CHECK: fence.mbarrier_init.release.cluster;
 CHECK: barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;
-CHECK: mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 49152;
-CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}], %rs{{[0-9]+}};
-CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [
+CHECK-DAG: mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 49152;
+CHECK-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}], %rs{{[0-9]+}};
+CHECK-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [
 CHECK: wgmma.mma_async
 CHECK: mbarrier.arrive.shared::cta.b64 _,
 CHECK: mapa.shared::cluster.u32 remote, %r{{[0-9]+}}, %r{{[0-9]+}}; @%p{{[0-9]+}} mbarrier.arrive.shared::cluster.b64 _, [remote];
@@ -226,9 +227,10 @@ CHECK: mbarrier.inval.shared::cta.b64
     assert masks and all(a == b and int(m) & ~0x3FFF == 0 for a, b, m in masks), masks
     plain = re.sub(r"[ \t]+", " ", _persistent("sm_90a").ptx)
     assert not re.search(r"shr\.u32 %r(\d+), %r\d+, 4;\n and\.b32 %r\d+, %r\1, \d+;", plain)
-    # A (128 rows) and B (64 rows of K) are both copied in halves where shared: a multicast copy
-    # per 64-column panel of each, and the whole tiles (two boxes each) where not
-    assert text.count("multicast::cluster [") == 1 + 4
+    # B's 256 columns are four 64-column panels: where shared each CTA copies two of them to both
+    # CTAs, where not all four (the boxes stay whole); A (one panel) is never shared
+    assert text.count("multicast::cluster [") == 2
+    assert text.count("complete_tx::bytes [") == 1 + 4
     meta = k.to_json()
     assert meta["cluster"] == 2 and CompiledKernel.from_json(meta).cluster == 2
     assert "cluster" not in _persistent().to_json() and "cluster_ctarank" not in _persistent().ptx
@@ -249,3 +251,24 @@ def test_ptxas_accepts_the_clusters(store: bool, overlap: bool) -> None:
     k = _multicast(store, overlap)
     assert k.cubin and k.spills == 0 and k.cluster == 2
     assert not re.search(r"C751[0-6]|C7518|C752\d", k.asm["ptxas"]), k.asm["ptxas"]
+
+
+def test_tiles_of_one_panel_are_shared_by_rows_through_maps_of_half_the_rows() -> None:
+    """Where no operand has an even number of panels (128x64 tiles of fp16: A and B one 64-column
+    panel each), the rows are split: each copy that may be shared gets a second tensor map whose
+    box has half the rows (after the plans' maps), which only the multicast copies use; the
+    copies that are not shared keep the whole tile's box."""
+    k = compile((KERNELS / "matmul_tutorial.tc").read_text(), defines={"TYPE": "half", "MB": 128, "NB": 64, "KB": 64},
+                options=CompileOptions(arch="sm_90a", num_warps=4, num_stages=4, specialization=ALIGNED,
+                                       warp_specialize=True, persistent=True, cluster_multicast=True))
+    assert k.cluster == 2
+    assert [m["box"] for m in k.tensor_maps] == [[64, 128], [64, 64], [64, 64], [64, 32]]
+    assert all(m["base"] == whole["base"] for m, whole in zip(k.tensor_maps[2:], k.tensor_maps[:2]))
+    text = re.sub(r"[ \t]+", " ", k.ptx)
+    # the register each map's address is in: mov.b64 of the parameter, then cvta.param
+    maps = {m.group(1): int(m.group(2)) - 12 for m in re.finditer(r"mov\.b64 (%rd\d+), dot_param_(1[2-5]);", text)}
+    maps.update({m.group(1): maps[m.group(2)] for m in re.finditer(r"cvta\.param\.u64 (%rd\d+), (%rd\d+);", text)
+                 if m.group(2) in maps})
+    used = [(bool(c.group(1)), maps.get(c.group(2))) for c in re.finditer(
+        r"complete_tx::bytes(\.multicast::cluster)? \[%r\d+\], \[(%rd\d+),", text)]
+    assert sorted(used) == [(False, 0), (False, 1), (True, 2), (True, 3)], used

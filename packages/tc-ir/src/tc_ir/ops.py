@@ -804,9 +804,11 @@ class TmaLoadOp(Operation):
 
     `multicast` (a kernel launched in clusters of 2, tc_opt.warp_specialize): one more operand
     follows the coordinates, `shared` i1. Where it holds, both CTAs of the cluster copy the same
-    tile and each issues half of it (box rows are half the tile's: the CTA of rank r the rows of
-    half r) to the same place in both CTAs' shared memory, completing on both CTAs' barrier
-    `index`; where it does not, the CTA copies the whole tile for itself."""
+    tile and each issues half of it to the same place in both CTAs' shared memory, completing on
+    both CTAs' barrier `index`: the CTA of rank r copies half r of the rows through the tensor
+    map `half_descriptor` (its box has half the rows) where that is given (>= 0), else half r of
+    the panels (an even number of them). Where it does not, the CTA copies the whole tile for
+    itself through `descriptor`."""
 
     NAME = "tc.tma_load"
     HAS_SIDE_EFFECTS = True
@@ -817,6 +819,7 @@ class TmaLoadOp(Operation):
     box: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     swizzle: int = 128
     multicast: bool = False
+    half_descriptor: int = -1
 
     @property
     def coordinates(self) -> list[Value]:

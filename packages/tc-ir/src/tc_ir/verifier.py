@@ -555,8 +555,14 @@ def _tma_load(op: O.TmaLoadOp) -> None:
         rows = dst.shape[dst.layout.order[1]]
         _check(op.box[1] > 0 and rows % op.box[1] == 0,
                f"tma_load: the box's {op.box[1]} rows must divide the tile's {rows}")
-        _check(not op.multicast or 2 * op.box[1] == rows,
-               f"a multicast tma_load's box has half the tile's rows ({rows // 2}), not {op.box[1]}")
+        panels = dst.shape[dst.layout.order[0]] // op.box[0] if op.box[0] > 0 else 0
+        by_rows = op.half_descriptor >= 0
+        _check(not op.multicast or op.box[1] == rows,
+               f"a multicast tma_load's box has all the tile's {rows} rows, not {op.box[1]}")
+        _check(not op.multicast or (by_rows and rows % 16 == 0) or (not by_rows and panels % 2 == 0),
+               f"a multicast tma_load splits its {rows} rows (a multiple of 16, through half_descriptor) or "
+               f"its panels (an even number, not {panels})")
+        _check(op.multicast or not by_rows, "half_descriptor is for a multicast tma_load")
     _check(len(op.extents) == 2 * rank and len(op.stride) == 2 * (rank - 1),
            f"tma_load of a rank-{rank} map needs {rank} extents and {rank - 1} strides")
     _check(op.swizzle in (32, 64, 128), f"swizzle must be 32, 64 or 128 bytes, not {op.swizzle!r}")

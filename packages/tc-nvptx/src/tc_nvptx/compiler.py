@@ -192,6 +192,9 @@ def tensor_maps_of(module: Module) -> list[dict[str, Any]]:
                 "extents": [int(x) for x in op.extents], "stride": [int(x) for x in op.stride],
                 "box": [int(x) for x in op.box], "swizzle": int(op.swizzle),
             }
+            if isinstance(op, TmaLoadOp) and op.half_descriptor >= 0:  # (a multicast copy's half of the rows)
+                box = [int(x) for x in op.box]
+                out[int(op.half_descriptor)] = {**out[int(op.descriptor)], "box": [box[0], box[1] // 2, *box[2:]]}
     return [out[k] for k in sorted(out)]
 
 

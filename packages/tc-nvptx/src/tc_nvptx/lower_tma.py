@@ -46,7 +46,8 @@ PARAM_PREFIX = "tc_tma_"
 
 def tensor_map_count(f: Function) -> int:
     """How many tensor maps the kernel's TMA copies use (hidden parameters after the user's)."""
-    return max((int(op.descriptor) + 1 for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
+    return max((max(int(op.descriptor), int(getattr(op, "half_descriptor", -1))) + 1
+                for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
 
 
 def _barrier(ctx: Ctx, bars: SharedView, index: ir.Value | int) -> ir.Value:
@@ -210,33 +211,48 @@ def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
 def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, half: ir.Value | None = None) -> None:
     """The copies themselves, one per swizzle panel and box of rows, in the leader's own branch:
     the other warps jump over them instead of running the uniform-register loops ptxas builds
-    around each copy. `half`: only the rows of that half (a multicast box is half the tile's
-    rows), copied into both CTAs of the cluster."""
+    around each copy. `half`: only that half of the rows (a multicast box of half the tile's
+    rows) or else of the panels, copied into both CTAs of the cluster."""
     b = ctx.b
     coords = [ctx.scalar(v) for v in op.coordinates]
     fast, slow = dst.layout.order[0], dst.layout.order[1]
     outer = coords[2:]  # the map's outer dimensions (a batch index), box 1
     rank = 2 + len(outer)
     width, rows = int(op.box[0]), int(op.box[1])
-    desc = _tensor_map(ctx, int(op.descriptor), op)
+    by_rows = half is not None and op.half_descriptor >= 0
+    if by_rows:
+        rows //= 2
+    desc = _tensor_map(ctx, int(op.half_descriptor if by_rows else op.descriptor), op)
     places = ", ".join(f"${2 + d}" for d in range(rank))
     multicast = ".multicast::cluster" if half is not None else ""
     text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes{multicast} "
             f"[$0], [$1, {{{places}}}], [${2 + rank}]" + (f", ${3 + rank};" if half is not None else ";"))
     constraints = "r,l," + "r," * rank + "r," + ("h," if half is not None else "") + "~{memory}"
     mask = [ir.Constant(ir.IntType(16), 0b11)] if half is not None else []
-    starts: list[ir.Value | int] = [b.mul(half, ir.Constant(I32, rows))] if half is not None else \
-        [c * rows for c in range(dst.shape[slow] // rows)]
-    for row in starts:
-        for p in range(dst.shape[fast] // width):
-            at: list[ir.Value | int] = [0, 0]
-            at[fast], at[slow] = p * width, row
-            smem = dst.address(ctx, at)
-            inner = b.add(coords[fast], ir.Constant(I32, p * width)) if p else coords[fast]
-            across = coords[slow] if isinstance(row, int) and row == 0 else \
-                b.add(coords[slow], row if isinstance(row, ir.Value) else ir.Constant(I32, row))
-            ctx.asm(ir.VoidType(), text, constraints, [smem, desc, inner, across, *outer, bar, *mask],
-                    side_effect=True)
+    panels = dst.shape[fast] // width
+    # (row, column) of each box's first element in the tile: every box, or half of them
+    boxes: list[tuple[ir.Value | int, ir.Value | int]]
+    if half is None:
+        boxes = [(c * rows, p * width) for c in range(dst.shape[slow] // rows) for p in range(panels)]
+    elif by_rows:  # half of the rows
+        boxes = [(b.mul(half, ir.Constant(I32, rows)), p * width) for p in range(panels)]
+    else:  # half of the panels
+        first = b.mul(half, ir.Constant(I32, panels // 2 * width))
+        boxes = [(0, b.add(first, ir.Constant(I32, p * width)) if p else first) for p in range(panels // 2)]
+    for row, col in boxes:
+        at: list[ir.Value | int] = [0, 0]
+        at[fast], at[slow] = col, row
+        smem = dst.address(ctx, at)
+        inner, across = (_moved(b, coords[d], x) for d, x in ((fast, col), (slow, row)))
+        ctx.asm(ir.VoidType(), text, constraints, [smem, desc, inner, across, *outer, bar, *mask],
+                side_effect=True)
+
+
+def _moved(b: ir.IRBuilder, coordinate: ir.Value, by: ir.Value | int) -> ir.Value:
+    """`coordinate` + `by` (the coordinate itself where `by` is 0)."""
+    if isinstance(by, int):
+        return coordinate if by == 0 else b.add(coordinate, ir.Constant(I32, by))
+    return b.add(coordinate, by)
 
 
 def _thread_span(d: DimMap) -> int:

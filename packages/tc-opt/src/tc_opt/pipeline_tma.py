@@ -85,13 +85,15 @@ def issue_copies(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars:
         assert isinstance(t, TileType)
         total += _tile_bytes(t)
     e.add(MBarrierExpectOp.create([bars, slot, valid], [], {"bytes": total}))
-    for k, (p, buf, xy) in enumerate(zip(plans, bufs, coords)):
+    flags = [shared[k] if k < len(shared) else None for k in range(len(plans))]
+    by_rows = [k for k, (p, flag) in enumerate(zip(plans, flags)) if flag is not None and p.multicast_split == "rows"]
+    for k, (p, buf, xy, flag) in enumerate(zip(plans, bufs, coords, flags)):
         view = e.subview(buf, slot, p.alloc.result.type)
-        flag = shared[k] if k < len(shared) else None
         if flag is None:
             e.add(TmaLoadOp.create([view, bars, slot, valid, *xy], [], p.attributes(k), loc=p.load.loc))
-        else:
-            e.add(TmaLoadOp.create([view, bars, slot, valid, *xy, flag], [], p.attributes(k, halves=True),
+        else:  # (the maps of half the rows follow the plans' maps)
+            half = len(plans) + by_rows.index(k) if k in by_rows else -1
+            e.add(TmaLoadOp.create([view, bars, slot, valid, *xy, flag], [], p.attributes(k, True, half),
                                    loc=p.load.loc))
 
 

@@ -265,27 +265,38 @@ class TmaPlan:
     def slow(self) -> int:
         return 1 - self.fast
 
-    def attributes(self, descriptor: int, halves: bool = False) -> dict[str, object]:
+    def attributes(self, descriptor: int, multicast: bool = False, half_descriptor: int = -1) -> dict[str, object]:
         """The tc.tma_load attributes of this plan's tensor map (map order: fast dimension first);
-        `halves`: a multicast copy's, whose box has half the tile's rows (can_halve)."""
+        `multicast`: a copy two CTAs may share (multicast_split), `half_descriptor` the map of
+        half the rows that a split by rows copies through."""
         t = self.alloc.result.type
         assert isinstance(t, TileType)
         ext = (*self.extent[self.fast], *self.extent[self.slow], *((-1, UNBOUNDED) * len(self.outer)))
         stride = (self.stride_arg, 1, *(x for _, arg in self.outer for x in (arg, 1)))
-        rows = t.shape[self.slow] // 2 if halves else t.shape[self.slow]
-        box = (self.panel, rows, *(1,) * len(self.outer))
-        extra: dict[str, object] = {"multicast": True} if halves else {}
+        box = (self.panel, t.shape[self.slow], *(1,) * len(self.outer))
+        extra: dict[str, object] = {"multicast": True} if multicast else {}
+        if multicast and self.multicast_split == "rows":
+            extra["half_descriptor"] = half_descriptor
         return {"descriptor": descriptor, "base": self.base_arg, "extents": ext, "stride": stride,
                 "box": box, "swizzle": self.swizzle, **extra}
 
     @property
-    def can_halve(self) -> bool:
-        """Whether two copies of half the tile's rows each can fill it (multicast): each half a
-        whole number of swizzle atoms (8 rows), so that it lands where the whole tile's copy puts
-        those rows."""
+    def multicast_split(self) -> str | None:
+        """How two CTAs copy half of the tile each (multicast): "panels", half of its swizzle
+        panels each where their number is even; else "rows", half of its rows each (through a
+        second tensor map whose box has half the rows) where each half is a whole number of
+        swizzle atoms (8 rows) and so lands where the whole tile's copy puts those rows; None
+        where neither fits. A copy that is not shared stays the whole tile's either way."""
         t = self.alloc.result.type
         assert isinstance(t, TileType)
-        return t.shape[self.slow] % 16 == 0
+        if (t.shape[self.fast] // self.panel) % 2 == 0:
+            return "panels"
+        return "rows" if t.shape[self.slow] % 16 == 0 else None
+
+    @property
+    def can_halve(self) -> bool:
+        """Whether two CTAs can copy half of the tile each (multicast_split)."""
+        return self.multicast_split is not None
 
 
 def _arg_index(f: Function, v: Value) -> int | None:

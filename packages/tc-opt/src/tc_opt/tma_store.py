@@ -139,7 +139,8 @@ def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | Non
 
 def rewrite_stores(f: Function) -> int:
     """Replace every qualifying store of `f` by a tc.tma_store; returns how many."""
-    descriptor = max((int(op.descriptor) + 1 for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
+    descriptor = max((max(int(op.descriptor), int(getattr(op, "half_descriptor", -1))) + 1
+                      for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
     done = 0
     for store in [op for op in f.walk() if isinstance(op, StoreOp)]:
         new = plan_store(f, store, descriptor)

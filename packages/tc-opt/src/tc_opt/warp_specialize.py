@@ -263,16 +263,25 @@ def _program_copies(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Seq
     return mapping, starts, outers
 
 
+def multicast_plans(plans: list[TmaPlan]) -> list[TmaPlan]:
+    """The plans whose copies may be shared: those that split by panels where there are any (the
+    boxes stay whole, so a copy that is not shared costs nothing more), else those that split by
+    rows (a copy that is not shared then takes two boxes of half the rows)."""
+    by_panels = [p for p in plans if p.multicast_split == "panels"]
+    return by_panels or [p for p in plans if p.multicast_split == "rows"]
+
+
 def _shared_flags(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
                   user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value],
                   paired: Value, starts: list[tuple[Value, Value]], outers: list[list[Value]]) -> list[Value | None]:
     """Per plan, whether the other CTA of the cluster (running program `program` ^ 1) copies the
-    same tile in this program (None: a plan whose tile cannot be copied in halves)."""
+    same tile in this program (None: a plan left out, see multicast_plans)."""
     other = pe.binary("xor", program, pe.const(I32, 1))
     _, their_starts, their_outers = _program_copies(pe, f, plans, sliced, user_ids, other, dims)
+    chosen = multicast_plans(plans)
     flags: list[Value | None] = []
     for p, mine, theirs, my_outer, their_outer in zip(plans, starts, their_starts, outers, their_outers):
-        if not p.can_halve:
+        if p not in chosen:
             flags.append(None)
             continue
         same = paired
@@ -417,4 +426,4 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
 
 
 __all__ = ["PRODUCER_REGISTERS", "PRODUCER_WARPGROUP", "PRODUCER_WARPS", "accumulator_registers", "can_cluster",
-           "can_persist", "can_specialize", "register_split", "registers_per_thread", "warp_specialize_loop"]
+           "can_persist", "can_specialize", "multicast_plans", "register_split", "registers_per_thread", "warp_specialize_loop"]

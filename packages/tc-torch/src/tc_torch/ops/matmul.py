@@ -68,6 +68,10 @@ TENSOR_CORE_CONFIGS = [
     # each program's first dot before the previous one's stores (tc_opt.overlap_epilogue): H100,
     # 2026-11-26, tutorial kernel at 4096^3, 288.2 k -> 285.6 k cycles (cuBLAS 284.4 k)
     _cfg(128, 256, 64, 8, 4, **PERSISTENT, overlap_epilogue=True),
+    # the same in clusters of 2 whose CTAs multicast the B tile they share, half of its panels
+    # each (tc_opt.warp_specialize): H100, 2026-11-27, x cuBLAS in 5 rounds, 8192^3 1.051
+    # against 1.017 without; 4096^3 1.001 against 1.009
+    _cfg(128, 256, 64, 8, 4, **PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
     # 192 columns (tile dimensions need not be powers of two): where 128x256 tiles leave most of
     # the last wave of 132 SMs idle. H100, 2026-11-25, x cuBLAS in interleaved rounds against the
     # tuner's choice without them: 3072^3 0.80 -> 0.97 (128x192 persistent), 3840^3 0.94 -> 0.97,
