@@ -28,6 +28,7 @@ from tc_ir.ops import (
 )
 from tc_ir.types import ScalarType, TileType
 from tc_opt.shared_alloc import loops_of, runs_first_in_shared_memory
+from tc_opt.tma import tensor_map_count
 from tc_opt.tma_store import SWIZZLE, panel_buffers, panel_by_panel, reads_pending
 
 from .context import Ctx, lowering_error
@@ -42,12 +43,6 @@ from .swizzle import SharedView
 TENSOR_MAP_BYTES = 128
 #: The name of the hidden kernel parameter holding tensor map k.
 PARAM_PREFIX = "tc_tma_"
-
-
-def tensor_map_count(f: Function) -> int:
-    """How many tensor maps the kernel's TMA copies use (hidden parameters after the user's)."""
-    return max((max(int(op.descriptor), int(getattr(op, "half_descriptor", -1))) + 1
-                for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
 
 
 def _barrier(ctx: Ctx, bars: SharedView, index: ir.Value | int) -> ir.Value:
@@ -211,8 +206,8 @@ def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
 def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, half: ir.Value | None = None) -> None:
     """The copies themselves, one per swizzle panel and box of rows, in the leader's own branch:
     the other warps jump over them instead of running the uniform-register loops ptxas builds
-    around each copy. `half`: only that half of the rows (a multicast box of half the tile's
-    rows) or else of the panels, copied into both CTAs of the cluster."""
+    around each copy. `half`: only that half of the rows (through the map of half the rows,
+    `half_descriptor`) or else of the panels, copied into both CTAs of the cluster."""
     b = ctx.b
     coords = [ctx.scalar(v) for v in op.coordinates]
     fast, slow = dst.layout.order[0], dst.layout.order[1]

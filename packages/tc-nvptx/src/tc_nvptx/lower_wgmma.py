@@ -62,10 +62,9 @@ def fence_for_async_proxy(ctx: Ctx) -> None:
 def _descriptor(ctx: Ctx, view: SharedView, coords: list[ir.Value | int], lbo: int, sbo: int, mode: int) -> ir.Value:
     """The 64-bit matrix descriptor of the operand at `coords`: its start address >> 4 (a shared
     address is below 2^18, so the 14-bit field needs no mask but in clusters) plus the constant
-    fields. The start
-    is computed as (view base >> 4) + (byte offset >> 4), both 16-byte aligned: the base's part is
-    one value per slot and the offsets are constants or loop invariants, so each descriptor of a
-    k-step costs one 32-bit add."""
+    fields. The start is computed as (view base >> 4) + (byte offset >> 4), both 16-byte
+    aligned: the base's part is one value per slot and the offsets are constants or loop
+    invariants, so each descriptor of a k-step costs one 32-bit add."""
     b = ctx.b
     four = ir.Constant(I32, 4)
     eb = view.element.bits // 8  # type: ignore[union-attr]

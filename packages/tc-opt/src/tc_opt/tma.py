@@ -63,6 +63,8 @@ from tc_ir.ops import (
     MakeRangeOp,
     OpResult,
     SplatOp,
+    TmaLoadOp,
+    TmaStoreOp,
     Value,
 )
 from tc_ir.types import PointerType, ScalarType, TileType
@@ -297,6 +299,13 @@ class TmaPlan:
     def can_halve(self) -> bool:
         """Whether two CTAs can copy half of the tile each (multicast_split)."""
         return self.multicast_split is not None
+
+
+def tensor_map_count(f: Function) -> int:
+    """How many tensor maps the TMA copies of `f` use (their descriptors are 0 .. count - 1: a
+    multicast copy's map of half the rows among them)."""
+    return max((max(int(op.descriptor), int(op.half_descriptor) if isinstance(op, TmaLoadOp) else -1) + 1
+                for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
 
 
 def _arg_index(f: Function, v: Value) -> int | None:

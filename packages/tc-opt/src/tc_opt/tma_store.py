@@ -42,7 +42,7 @@ from .pipeline_loops import _Emitter
 from .pipeline_tma import materialize, outer_coordinate
 from .resources import max_shared_bytes
 from .shared_alloc import allocate, loops_of
-from .tma import ELEMENTS, UNBOUNDED, mask_extents, matrix_tile
+from .tma import ELEMENTS, UNBOUNDED, mask_extents, matrix_tile, tensor_map_count
 
 #: The swizzle of the shared panels (bytes per row of a panel: the box's inner extent).
 SWIZZLE = 128
@@ -139,8 +139,7 @@ def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | Non
 
 def rewrite_stores(f: Function) -> int:
     """Replace every qualifying store of `f` by a tc.tma_store; returns how many."""
-    descriptor = max((max(int(op.descriptor), int(getattr(op, "half_descriptor", -1))) + 1
-                      for op in f.walk() if isinstance(op, (TmaLoadOp, TmaStoreOp))), default=0)
+    descriptor = tensor_map_count(f)
     done = 0
     for store in [op for op in f.walk() if isinstance(op, StoreOp)]:
         new = plan_store(f, store, descriptor)

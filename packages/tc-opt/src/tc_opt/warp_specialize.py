@@ -39,10 +39,11 @@ Clusters of 2 with multicast (CompileOptions.cluster_multicast, persistent only)
 launches an even number of CTAs in clusters of 2 (CTAs 2c and 2c + 1), so the two CTAs of a
 cluster run the programs t and t ^ 1 at the same time. Each producer computes both programs'
 tile coordinates; for an operand whose two tiles coincide (B of two tiles of one column of a
-grouped order) each CTA copies half of the tile, rows of half `rank`, into both CTAs' slot
-(`.multicast::cluster`), which halves that operand's traffic from L2. So that a producer never
-writes into the other CTA's slot before its consumers are done with it, every consumer warp
-arrives on the `empty` barriers of both CTAs (count 2 x num_warps). Where the grid has an odd
+grouped order) each CTA copies half of the tile, half `rank` of its panels or else of its rows
+(multicast_plans), into both CTAs' slot (`.multicast::cluster`), which halves that operand's
+traffic from L2. So that a producer never writes into the other CTA's slot before its consumers
+are done with it, every consumer warp arrives on the `empty` barriers of both CTAs (count 2 x
+num_warps). Where the grid has an odd
 number of programs (`paired` false: one CTA of a cluster runs one program more) nothing is
 shared and each consumer warp arrives twice on its own barrier instead. The loop's bounds must
 not depend on the program (both CTAs run the same iterations). A cluster barrier follows the
@@ -264,9 +265,10 @@ def _program_copies(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Seq
 
 
 def multicast_plans(plans: list[TmaPlan]) -> list[TmaPlan]:
-    """The plans whose copies may be shared: those that split by panels where there are any (the
-    boxes stay whole, so a copy that is not shared costs nothing more), else those that split by
-    rows (a copy that is not shared then takes two boxes of half the rows)."""
+    """The plans whose copies may be shared: those that split by panels where there are any, else
+    those that split by rows (TmaPlan.multicast_split). Copies by rows need a second tensor map
+    each, and on an H100 (2026-11-27) shared tf32 tiles split by rows did not pay, so an operand
+    of one panel is left unshared beside one of several (A beside B in a 16-bit A B)."""
     by_panels = [p for p in plans if p.multicast_split == "panels"]
     return by_panels or [p for p in plans if p.multicast_split == "rows"]
 
