@@ -107,7 +107,7 @@ def every_op_module() -> O.Module:
     e(O.ClusterBarrierOp, [], [])
     e(O.TmaLoadOp, [slot, bars, one0, yes, one0, n, yes], [], descriptor=1, base=0, extents=(1, 0, -1, 64),
       stride=(1, 2), box=(16, 16), swizzle=64, multicast=True, half_descriptor=3)
-    e(O.MBarrierArriveOp, [bars, one0, yes, yes], [], cluster=True)
+    e(O.MBarrierArriveOp, [bars, one0, yes, yes], [], cluster=True, per_warpgroup=True)
     e(O.TmaStoreOp, [fm, one0, n], [], descriptor=2, base=0, fast=1, extents=(1, 0, -1, 2147483647),
       stride=(1, 1), box=(16, 16), swizzle=32)
     # warp specialization: a producer region and a consumer region

@@ -194,11 +194,12 @@ def _multicast(tma_store: bool = False, overlap_epilogue: bool = False) -> Compi
 
 def test_clusters_of_two_multicast_the_tiles_two_programs_share() -> None:
     """CompileOptions.cluster_multicast: the kernel requires clusters of 2; a cluster barrier
-    follows the barriers' initialization (the empty barriers count both CTAs' consumer warps)
-    and precedes their invalidation; the producer copies a tile both programs read in halves
-    (half of B's panels), each to both CTAs (.multicast::cluster, mask 0b11), and the whole tile
-    for itself otherwise; each consumer warp also arrives on the other CTA's empty barrier
-    (mapa); the wgmma descriptors keep 18 bits of the shared addresses."""
+    follows the barriers' initialization (the empty barriers count one warp of each consumer
+    warpgroup of both CTAs: only wgmma reads the slots) and precedes their invalidation; the
+    producer copies a tile both programs read in halves (half of B's panels), each to both CTAs
+    (.multicast::cluster, mask 0b11), and the whole tile for itself otherwise; the first warp of
+    each warpgroup arrives on its CTA's empty barrier, the second on the other CTA's (mapa); the
+    wgmma descriptors keep 18 bits of the shared addresses."""
     k = _multicast()
     assert k.cluster == 2 and k.persistent and k.num_warps == 9
     text = re.sub(r"[ \t]+", " ", k.ptx)
@@ -209,7 +210,7 @@ CHECK-NEXT: .explicitcluster
 CHECK-NEXT: .reqnctapercluster 2, 1, 1
 CHECK: mov.u32 %r[[RANK:[0-9]+]], %cluster_ctarank;
 CHECK: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 1;
-CHECK: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 16;
+CHECK: mbarrier.init.shared::cta.b64 [%r{{[0-9]+}}], 4;
 CHECK: fence.mbarrier_init.release.cluster;
 CHECK: barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;
 CHECK-DAG: mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], 49152;
@@ -272,3 +273,16 @@ def test_tiles_of_one_panel_are_shared_by_rows_through_maps_of_half_the_rows() -
     used = [(bool(c.group(1)), maps.get(c.group(2))) for c in re.finditer(
         r"complete_tx::bytes(\.multicast::cluster)? \[%r\d+\], \[(%rd\d+),", text)]
     assert sorted(used) == [(False, 0), (False, 1), (True, 2), (True, 3)], used
+
+
+def test_every_consumer_warp_arrives_where_it_reads_the_slot_itself() -> None:
+    """A tf32 A B reads B^T from the slot into registers warp by warp: in clusters each consumer
+    warp still arrives on both CTAs' empty barriers (2 x 8), not one warp of each warpgroup."""
+    k = compile((KERNELS / "matmul_tutorial.tc").read_text(), defines={"TYPE": "float", "MB": 256, "NB": 128, "KB": 32},
+                options=CompileOptions(arch="sm_90a", num_warps=8, num_stages=4, specialization=ALIGNED,
+                                       warp_specialize=True, persistent=True, fp32_dot="tf32",
+                                       producer_warpgroup=True, cluster_multicast=True))
+    assert k.cluster == 2
+    text = re.sub(r"[ \t]+", " ", k.ptx)
+    assert re.search(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], 16;", text)
+    assert not re.search(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], 4;", text)

@@ -755,11 +755,16 @@ class MBarrierArriveOp(Operation):
     `cluster` (a kernel launched in clusters of 2 whose producers multicast into both CTAs'
     slots, tc_opt.warp_specialize): the thread also arrives on the barrier at the same place in
     the other CTA of its cluster where `paired` holds, and a second time on its own where it does
-    not, so that the barrier's count is the same either way."""
+    not, so that the barrier's count is the same either way.
+
+    `per_warpgroup`: only one warp of each warpgroup arrives (the first; with `cluster`, the
+    second makes the other arrival), for a slot that only wgmma reads: a warpgroup's wait for its
+    wgmma covers all four warps' reads."""
 
     NAME = "tc.mbarrier_arrive"
     HAS_SIDE_EFFECTS = True
     cluster: bool = False
+    per_warpgroup: bool = False
 
 
 @register

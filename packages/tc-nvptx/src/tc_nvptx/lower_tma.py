@@ -104,19 +104,25 @@ def lower_mbarrier_wait(ctx: Ctx, op: MBarrierWaitOp) -> None:
 @lowers("tc.mbarrier_arrive")
 def lower_mbarrier_arrive(ctx: Ctx, op: MBarrierArriveOp) -> None:
     bars = view_of(ctx, op.operands[0])
-    lane0 = ctx.b.icmp_unsigned("==", ctx.lane, ir.Constant(I32, 0))
-    pred = ctx.b.and_(lane0, ctx.scalar(op.operands[2]))
+    b = ctx.b
+    lane0 = b.icmp_unsigned("==", ctx.lane, ir.Constant(I32, 0))
+    pred = b.and_(lane0, ctx.scalar(op.operands[2]))
+    remote_pred = pred
+    if op.per_warpgroup:  # warp 4g arrives here, warp 4g + 1 (with clusters) on the other CTA's
+        in_group = b.and_(ctx.warp, ir.Constant(I32, 3))
+        remote_pred = b.and_(pred, b.icmp_unsigned("==", in_group, ir.Constant(I32, 1)))
+        pred = b.and_(pred, b.icmp_unsigned("==", in_group, ir.Constant(I32, 0)))
     bar = _barrier(ctx, bars, ctx.scalar(op.operands[1]))
     ctx.asm(ir.VoidType(), "@$0 mbarrier.arrive.shared::cta.b64 _, [$1];", "b,r,~{memory}",
             [pred, bar], side_effect=True)
     if op.cluster:
         # the same barrier in the other CTA of the cluster where `paired`, else this one's again
         rank = cluster_rank(ctx)
-        other = ctx.b.xor(rank, ir.Constant(I32, 1))
-        target = ctx.b.select(ctx.scalar(op.operands[3]), other, rank)
+        other = b.xor(rank, ir.Constant(I32, 1))
+        target = b.select(ctx.scalar(op.operands[3]), other, rank)
         text = ("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $1, $2; "
                 "@$0 mbarrier.arrive.shared::cluster.b64 _, [remote]; }")
-        ctx.asm(ir.VoidType(), text, "b,r,r,~{memory}", [pred, bar, target], side_effect=True)
+        ctx.asm(ir.VoidType(), text, "b,r,r,~{memory}", [remote_pred, bar, target], side_effect=True)
 
 
 @lowers("tc.cluster_barrier")

@@ -43,10 +43,11 @@ grouped order) each CTA copies half of the tile, half `rank` of its panels or el
 (multicast_plans), into both CTAs' slot (`.multicast::cluster`), which halves that operand's
 traffic from L2. So that a producer never writes into the other CTA's slot before its consumers
 are done with it, every consumer warp arrives on the `empty` barriers of both CTAs (count 2 x
-num_warps). Where the grid has an odd
-number of programs (`paired` false: one CTA of a cluster runs one program more) nothing is
-shared and each consumer warp arrives twice on its own barrier instead. The loop's bounds must
-not depend on the program (both CTAs run the same iterations). A cluster barrier follows the
+num_warps; where only wgmma reads the slots, one warp of each warpgroup arrives on each CTA's
+instead: 2 x num_warps / 4). Where the grid has an odd number of programs (`paired` false: one
+CTA of a cluster runs one program more) nothing is shared and the arrivals meant for the other
+CTA go to this one's barrier. The loop's bounds must not depend on the program (both CTAs run
+the same iterations). A cluster barrier follows the
 barriers' initialization (before any remote arrive or copy) and precedes their invalidation (no
 remote arrive is still to come).
 """
@@ -318,7 +319,11 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     full = top.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
     empty = top.add(LocalAllocOp.create([], [bars_type], loc=loop.loc)).result
     top.add(MBarrierInitOp.create([full], [], {"count": 1}, loc=loop.loc))
-    top.add(MBarrierInitOp.create([empty], [], {"count": num_warps * (2 if cluster else 1)}, loc=loop.loc))
+    # (clusters: one arrival per warpgroup and CTA where only wgmma reads the slots)
+    dot0 = async_dot(loop, [p.alloc for p in plans])
+    per_warpgroup = cluster and num_warps % 4 == 0 and dot0 is not None and not reads_a_from_registers(dot0)
+    arrivals = num_warps // 4 if per_warpgroup else num_warps
+    top.add(MBarrierInitOp.create([empty], [], {"count": arrivals * (2 if cluster else 1)}, loc=loop.loc))
     if cluster:
         top.add(ClusterBarrierOp.create([], [], loc=loop.loc))
     producer, consumer = Block(), Block()
@@ -385,7 +390,8 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         if paired is None:
             e.add(MBarrierArriveOp.create([empty, slot, pred], [], loc=loop.loc))
         else:
-            e.add(MBarrierArriveOp.create([empty, slot, pred, paired], [], {"cluster": True}, loc=loop.loc))
+            e.add(MBarrierArriveOp.create([empty, slot, pred, paired], [],
+                                          {"cluster": True, "per_warpgroup": per_warpgroup}, loc=loop.loc))
 
     # the consumers' loop: wait for the slot, dot, release the slot the previous dot read
     read = body.add_arg(I32, "read_slot")
