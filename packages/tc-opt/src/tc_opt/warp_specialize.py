@@ -175,21 +175,26 @@ def _producer_needs(loop: ForOp, plans: list[TmaPlan]) -> list[Value]:
     return vals
 
 
+def _upstream(prefix: Sequence[Operation], values: Sequence[Value]) -> list[Operation]:
+    """The ops of `prefix` (in order) that `values` are computed from."""
+    defs: dict[Value, Operation] = {r: op for op in prefix for r in op.results}
+    seen: set[Operation] = set()
+    todo = list(values)
+    while todo:
+        op = defs.get(todo.pop())
+        if op is not None and op not in seen:
+            seen.add(op)
+            todo.extend(op.operands)
+    return [op for op in prefix if op in seen]
+
+
 def _producer_slice(prefix: Sequence[Operation], needed: list[Value]) -> list[Operation] | None:
     """The ops of `prefix` (in order) computing `needed`, program ids excluded (the caller maps
     them); None when one of them is a tile op (the producer warp has no layout of its own)."""
-    defs: dict[Value, Operation] = {r: op for op in prefix for r in op.results}
-    keep: set[Operation] = set()
-    todo = list(needed)
-    while todo:
-        op = defs.get(todo.pop())
-        if op is None or op in keep or isinstance(op, (ProgramIdOp, NumProgramsOp)):
-            continue
-        if any(isinstance(r.type, TileType) for r in op.results):
-            return None
-        keep.add(op)
-        todo.extend(op.operands)
-    return [op for op in prefix if op in keep]
+    ops = [op for op in _upstream(prefix, needed) if not isinstance(op, (ProgramIdOp, NumProgramsOp))]
+    if any(isinstance(r.type, TileType) for op in ops for r in op.results):
+        return None
+    return ops
 
 
 def can_persist(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
@@ -200,28 +205,13 @@ def can_persist(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
     return _producer_slice(body.ops[: body.ops.index(loop)], _producer_needs(loop, plans)) is not None
 
 
-def _reads_program_ids(prefix: Sequence[Operation], values: Sequence[Value]) -> bool:
-    """Whether any of `values` is computed (in `prefix`) from a program id or count."""
-    defs: dict[Value, Operation] = {r: op for op in prefix for r in op.results}
-    seen: set[Operation] = set()
-    todo = list(values)
-    while todo:
-        op = defs.get(todo.pop())
-        if op is None or op in seen:
-            continue
-        if isinstance(op, (ProgramIdOp, NumProgramsOp)):
-            return True
-        seen.add(op)
-        todo.extend(op.operands)
-    return False
-
-
 def can_cluster(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
     """Whether the persistent specialized kernel can run in clusters of 2 with multicast (see the
     module's doc): the loop's bounds are the same for every program and some operand's tile can
     be copied in halves."""
     prefix = f.body.ops[: f.body.ops.index(loop)]
-    return not _reads_program_ids(prefix, loop.operands[:3]) and any(p.can_halve for p in plans)
+    reads_ids = any(isinstance(op, (ProgramIdOp, NumProgramsOp)) for op in _upstream(prefix, loop.operands[:3]))
+    return not reads_ids and any(p.can_halve for p in plans)
 
 
 def _mapped(lin: Lin, mapping: dict[Value, Value]) -> Lin:
