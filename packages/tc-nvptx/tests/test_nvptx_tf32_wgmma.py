@@ -55,7 +55,8 @@ def test_a_times_n_contiguous_b_runs_transposed_with_b_in_registers(tma: bool) -
     assert "#mma<v=3, wpc=[8, 1], instr=[64, 128, 8], trans=1>" in ir
     assert "local_store" not in ir and not buffers(ir, 2)
     assert [b.endswith("order=[2, 1, 0]>") for b in buffers(ir, 4)] == [True, True]
-    # per K step of 8: B^T's 4 registers per thread read from B's tile (scalar loads), a
+    # per K step of 8: B^T's 4 registers per thread read from B's tile (two 8-byte loads: the
+    # accumulator's rows are paired, N = 2 r and 2 r + 1 in D's rows r and r + 8), a
     # wgmma.fence, one m64n128k8 with A in registers and A^T (K-major) by descriptor, its own
     # commit group and a wait leaving 3 groups in flight; the loop's wait for the previous dot
     # leaves this dot's 4; no store or proxy fence in the loop, no serialization by ptxas
@@ -63,7 +64,7 @@ def test_a_times_n_contiguous_b_runs_transposed_with_b_in_registers(tma: bool) -
     instrs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\S+) \{[^}]*\}, \{(%r\d+, %r\d+, %r\d+, %r\d+)\}, "
                         r"(%rd\d+), p, 1, 1;", body)
     assert [i[0] for i in instrs] == ["m64n128k8.f32.tf32.tf32"] * 4
-    assert body.count("ld.shared.b32") == 4 * 4
+    assert body.count("ld.shared.v2.b32") == 2 * 4 and "ld.shared.b32" not in body
     assert body.count("wgmma.fence.sync.aligned") == 4 and body.count("wgmma.commit_group") == 4
     assert body.count("wgmma.wait_group.sync.aligned 3") == 4 and "wgmma.wait_group.sync.aligned 4" in body
     assert not re.search(r"\bst\.shared", body)

@@ -167,6 +167,11 @@ CHECK: wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {{.*}}, {%r
 """)
     producer = text[text.index("setmaxnreg.dec"):text.index("setmaxnreg.inc")]
     assert "cp.async.bulk.tensor" in producer and "wgmma" not in producer
+    # the consumers store the f32 accumulator as it lies: its transposed layout pairs the rows
+    # (the tile's N), so where the tile is whole each thread writes 8-byte neighbours, 64 stores
+    # for its 128 values (an edge tile's masked stores go element by element)
+    consumers = text[text.index("setmaxnreg.inc"):]
+    assert consumers.count("st.global.v2.b32") == 256 * 128 // 256 // 2
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")

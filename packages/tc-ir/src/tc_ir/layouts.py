@@ -64,7 +64,8 @@ class Mma:
     """A tensor-core accumulator: version 2 is mma.sync (Ampere/Hopper), 3 is wgmma (Hopper).
     `transposed` (wgmma only): the tile [M, N] is held as the accumulator of the transposed
     product [N, M] (rows N, columns M; warps_per_cta and instr_shape describe that product): a
-    tf32 dot whose N-contiguous B becomes wgmma's register operand (tc_opt.k_major_operands)."""
+    tf32 dot whose N-contiguous B becomes wgmma's register operand (tc_opt.k_major_operands).
+    Which thread holds which element: tc_nvptx.mma_layout (a transposed one's rows are paired)."""
 
     version: int
     warps_per_cta: tuple[int, ...] = attrs.field(converter=_tuple)

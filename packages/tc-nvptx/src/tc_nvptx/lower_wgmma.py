@@ -200,7 +200,10 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
     through a descriptor. Two cases:
     - a transposed accumulator (Mma.transposed, tc_opt.k_major_operands.swaps_operands): C^T =
       B^T A^T, wgmma's A is B^T read from B's N-major tile, its B is A (K-major), M the
-      instruction's N;
+      instruction's N. The instruction's rows r and r + 8 are the tile's N = 2 r and 2 r + 1
+      (tc_nvptx.mma_layout's paired rows): 2 8-byte loads per step instead of 4 scalar ones (in
+      B's 128-byte swizzle both take 8 wavefronts a warp: 2-way bank conflicts, measured harmless,
+      BENCHMARKS.md twenty-eighth session);
     - otherwise A itself (staged M-contiguous) into registers, B (K-major) by descriptor.
     Each K step is its own commit group, preceded by a wgmma.fence (its registers were just
     written) and followed by a wait that leaves at most (groups per dot - 1) in flight: the
@@ -219,8 +222,9 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
         def coords(row: ir.Value, k: ir.Value) -> list[ir.Value | int]:
             return [k, row]
 
-        order = {rep: [(8 * j + e, rep * cover + h) for j in range(m // 8) for h in (0, 8) for e in (0, 1)]
+        order = {rep: [(8 * j + e, rep * cover + h) for j in range(m // 8) for h in (0, 1) for e in (0, 1)]
                  for rep in range(n // cover)}
+        pair = 1  # (the instruction's rows r and r + 8: N = 2 r and 2 r + 1)
     else:  # rows along M, read from A [M, K]; B [K, N] by descriptor
         desc, src, width, rows = Operand(bv, 0, "B"), a, n, m
 
@@ -229,13 +233,15 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
 
         order = {rep: [(rep * cover + h, 8 * j + e) for j in range(n // 8) for h in (0, 8) for e in (0, 1)]
                  for rep in range(m // cover)}
+        pair = 0
     if not desc.k_major:
         raise lowering_error("internal error: the shared operand of a register-operand tf32 wgmma is not K-major", op.loc)
     vals = dict(acc.vals)
     missing = [k for ks in order.values() for k in ks if k not in vals]
     if missing or rows % cover:
         raise lowering_error(f"internal error: the wgmma accumulator ({m}x{n}, {lay}) lacks {missing[:4]}", op.loc)
-    row = b.add(b.mul(ctx.warp_part(1, num_warps), ir.Constant(I32, 16)), ctx.lane_part(4, 8))
+    gid = ctx.lane_part(4, 8)
+    row = b.add(b.mul(ctx.warp_part(1, num_warps), ir.Constant(I32, 16)), b.shl(gid, ir.Constant(I32, 1)) if pair else gid)
     col = ctx.lane_part(1, 4)
     one = ir.Constant(I32, 1)
     first = b.zext(use_acc, I32) if use_acc is not None else one
@@ -249,11 +255,16 @@ def lower_wgmma_register_a(ctx: Ctx, op: DotOp, a: SharedView, bv: SharedView, a
         for rep in order:
             base = b.add(row, ir.Constant(I32, rep * cover)) if rep else row
             regs = []
-            for dk, dr in ((0, 0), (0, 8), (4, 0), (4, 8)):
+            for dk in (0, 4):
                 k_at = b.add(col, ir.Constant(I32, kk + dk))
-                r_at = b.add(base, ir.Constant(I32, dr)) if dr else base
-                v = b.load(src.address(ctx, coords(r_at, k_at)), typ=F32)
-                regs.append(b.bitcast(v, I32))
+                if pair:  # rows 2 r and 2 r + 1: neighbours in one 16-byte chunk
+                    v2 = b.load(src.address(ctx, coords(base, k_at)), typ=ir.VectorType(F32, 2), align=8)
+                    regs += [b.bitcast(b.extract_element(v2, ir.Constant(I32, i)), I32) for i in (0, 1)]
+                    continue
+                for dr in (0, 8):
+                    r_at = b.add(base, ir.Constant(I32, dr)) if dr else base
+                    v = b.load(src.address(ctx, coords(r_at, k_at)), typ=F32)
+                    regs.append(b.bitcast(v, I32))
             frags[rep] = regs
         ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "~{memory}", [], side_effect=True)
         db = desc.descriptor(ctx, 0, kk)

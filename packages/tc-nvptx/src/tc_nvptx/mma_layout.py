@@ -7,7 +7,11 @@ the same rows and, per 32-bit register, k_width consecutive K elements at k_widt
 k_width); the B operand (K x columns) the same K elements and the column gid. Each dimension is
 still `base + offsets`, so the generic ThreadMap (and every element-wise lowering) applies.
 Warp id: wm_i = warp % WM, wn_j = warp / WM. A transposed (wgmma) accumulator swaps the roles:
-its rows run along the tile's N, its columns along M.
+its rows run along the tile's N, its columns along M, and its rows are paired: the instruction's
+rows gid and gid + 8 of a warp's 16 hold N = 2 gid and 2 gid + 1 (`_rows(paired=True)`), because
+the lowering reads them from B's N-major tile into wgmma's register operand (tc_nvptx.lower_wgmma)
+as one 8-byte load; each thread then holds 2 x 2 blocks, neighbours along N as in the plain
+accumulator (a warp-specialized kernel stores its tf32 result as it lies: 8-byte stores).
 """
 
 from __future__ import annotations
@@ -17,15 +21,17 @@ from tc_ir.layouts import DotOperand, Layout, Mma
 from .layout_math import DimMap, LayoutError, RemovedDim, ThreadMap, check_cover
 
 
-def _rows(size: int, wm: int, root_dim: int) -> DimMap:
-    """The accumulator / A-operand row dimension: 8 lanes, 16 rows per warp block."""
+def _rows(size: int, wm: int, root_dim: int, paired: bool = False) -> DimMap:
+    """The accumulator / A-operand row dimension: 8 lanes, 16 rows per warp block, lane l holding
+    rows l / 4 and l / 4 + 8, or (`paired`: a transposed accumulator's) 2 (l / 4) and 2 (l / 4) + 1."""
     cover = 16 * wm
     if size < 16:
         raise LayoutError(f"tensor-core tiles need at least 16 rows, not {size}")
     mode, reps = ("wrap", 1) if cover > size else ("tile", size // cover)
     check_cover(size, cover)
-    offs = tuple(r * cover + h * 8 for r in range(reps) for h in (0, 1))
-    return DimMap(size, mode, offs, 1, 8, wm, 4, 1, root_dim, warp_step=16)
+    second = 1 if paired else 8
+    offs = tuple(r * cover + h for r in range(reps) for h in (0, second))
+    return DimMap(size, mode, offs, 2 if paired else 1, 8, wm, 4, 1, root_dim, warp_step=16)
 
 
 def _cols(size: int, wm: int, wn: int, per_lane: int, root_dim: int) -> DimMap:
@@ -56,8 +62,9 @@ def _dim(root: Mma | DotOperand, r: int, size: int) -> DimMap:
         return DimMap(1, "one", (0,), 1, d.tpw, d.wpc, d.lane_stride, d.warp_stride, r, d.warp_step)
     if isinstance(root, Mma):
         wm, wn = root.warps_per_cta
-        # (a transposed accumulator: rows along N)
-        return _rows(size, wm, r) if r == root.row_dim else _cols(size, wm, wn, 2, r)
+        if r != root.row_dim:
+            return _cols(size, wm, wn, 2, r)
+        return _rows(size, wm, r, paired=root.transposed)
     parent = root.parent
     assert isinstance(parent, Mma)
     wm, wn = parent.warps_per_cta
@@ -90,7 +97,7 @@ def mma_thread_map(
         removed.append(RemovedDim(1, wn, 1, wm) if root.operand_index == 0 else RemovedDim(1, wm, 1, 1))
         fast_root = 1 if root.operand_index == 0 else 0
     else:
-        fast_root = 0 if root.transposed else 1
+        fast_root = 1  # (pairs along N in either accumulator: a transposed one's rows are paired)
     root_order = (fast_root, 1 - fast_root)
     root_to_tile = {r: i for i, r in enumerate(kept)}
     order = tuple(root_to_tile[r] for r in root_order if r in root_to_tile)
