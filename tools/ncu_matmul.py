@@ -9,6 +9,15 @@ last launch of each (measure-only helper; nothing is checked here that tma_check
 128x256x32/8/3 with a bulk store, or the stages `--config` gives; the kernel named `matmul`;
 matmul_ptx_variants.build_tf32_nt) and torch.matmul
 with allow_tf32 on the same operands.
+
+`--kernel nn`: tc_torch.matmul's C = A B (`--dtype` float: precision="tf32", computed transposed
+with B^T read into registers; half; bf16) forced to one configuration (`--config`, tf32_check's
+notation: 256,128,32,8,4,p by default) and torch.matmul (allow_tf32), e.g. to compare what each
+moves through shared memory and L2 per launch:
+
+    ncu --clock-control none -k regex:'^matmul$|gemm|xmma|nvjet' --launch-skip 4 --launch-count 2 \
+        --metrics gpc__cycles_elapsed.max,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,... \
+        python3 tools/ncu_matmul.py --kernel nn --size 8192
 """
 
 from __future__ import annotations
@@ -31,8 +40,12 @@ def main() -> None:
     ap.add_argument("--config", help="MB,NB,KB,warps,stages (default 128,256,64,8,4; tf32nt: only its stages "
                     "count, 3 by default)")
     ap.add_argument("--launches", type=int, default=4)
-    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt"))
+    ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt", "nn"))
+    ap.add_argument("--dtype", default="float", choices=("float", "half", "bf16"), help="--kernel nn only")
     args = ap.parse_args()
+    if args.kernel == "nn":
+        torch_nn(args.size, args.launches, args.config or "256,128,32,8,4,p", args.dtype)
+        return
     if args.kernel == "tf32nt":
         tf32_nt(args.size, args.launches, int(args.config.split(",")[4]) if args.config else 3)
         return
@@ -74,6 +87,30 @@ def tf32_nt(size: int, launches: int, stages: int) -> None:
     err = (c.double() - ref).abs().max().item()
     print(f"tf32 A B^T at {size}: max error {err:.3g} (max |C| {ref.abs().max().item():.3g}), "
           f"{k.ck.registers} registers")
+
+
+def torch_nn(size: int, launches: int, config: str, dtype: str) -> None:
+    import torch
+
+    from tc_runtime import config as make_config
+    from tc_torch.ops.matmul import matmul_out
+    from tf32_check import parse_config
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    cfg = parse_config(config, make_config)
+    dt = {"float": torch.float32, "half": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(1, size, size, device="cuda", dtype=dt)
+    b = torch.randn(1, size, size, device="cuda", dtype=dt)  # B [K, N] row-major: N-contiguous
+    c = torch.empty(1, size, size, device="cuda", dtype=dt)
+    precision = "tf32" if dtype == "float" else "ieee"
+    for _ in range(launches):
+        matmul_out(c, a, b, configs=[cfg], precision=precision)
+    for _ in range(launches):
+        torch.matmul(a[0], b[0])
+    torch.cuda.synchronize()
+    ref = a[0].double() @ b[0].double()
+    err = (c[0].double() - ref).abs().max().item()
+    print(f"{dtype} A B {config} at {size}: max error {err:.3g} (max |C| {ref.abs().max().item():.3g})")
 
 
 if __name__ == "__main__":

@@ -328,9 +328,9 @@ def _stored_accumulator_layout(store: StoreOp, accumulators: dict[Value, Layout]
     """The tensor-core layout a store of a 32-bit wgmma accumulator keeps in a warp-specialized
     kernel (None: the store is coalesced as any other).
 
-    Each thread holds its accumulator as pairs of neighbours along a row (or along a column, for
-    a product computed transposed): every warp-wide store of one register or pair fills whole
-    32-byte sectors, so writing it where it lies costs the memory system no more than a coalesced
+    Each thread holds its accumulator as pairs of neighbours along a row (a product computed
+    transposed as 2 x 2 blocks: tc_nvptx.mma_layout pairs its rows): every warp-wide store of one
+    register or pair fills whole 32-byte sectors, so writing it where it lies costs the memory system no more than a coalesced
     store and needs no layout exchange through shared memory. A plain kernel's exchange reuses
     its pipeline's slots (and measured as fast: tf32 on an H100, 2026-11-25), but a producer warp
     keeps filling them while the consumers store: there the exchange would need memory of its own
