@@ -12,8 +12,8 @@ rounds of the other benchmarks mix that with the cycles; this tool separates the
 A case is KIND:SIZE:TILES: KIND fp16, bf16 or tf32 (C = A B; with the suffix dA the product
 dC B^T, both operands K-contiguous); TILES configurations of tc_torch.matmul separated by "/",
 each MB,NB,KB,warps,stages with the letters p (persistent) and s (bulk-store epilogue). torch.matmul
-runs first in every case (allow_tf32 for tf32). Each provider's result is checked against a float64
-product first.
+runs first in each case (allow_tf32 for tf32). Each provider's result is checked against a float64
+product first. With several rounds, every other round runs the providers in the reverse order.
 """
 
 from __future__ import annotations
@@ -156,12 +156,22 @@ def run_alone(fn: Callable[[], object], seconds: float) -> tuple[float, float, f
     return start, time.time(), begin.elapsed_time(end) / calls
 
 
+def in_turns(runs: Sequence[Any], round_index: int) -> list[Any]:
+    """The providers in the order round `round_index` runs them: as given, then reversed in the
+    next round, and so on. The GPU warms during each window (the provider run second read 2-3 C
+    hotter in every round of the twenty-eighth session's runs, where torch always ran first), so
+    with a fixed order a provider's clock also depends on its place; an even number of rounds
+    gives every provider each place equally often."""
+    return list(runs) if round_index % 2 == 0 else list(reversed(runs))
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("cases", help="KIND:SIZE:TILES cases separated by ';' (see the module's docstring)")
-    ap.add_argument("--rounds", type=int, default=2, help="times each provider runs, in turns")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="times each provider runs, in turns (every other round in the reverse order)")
     ap.add_argument("--seconds", type=float, default=2.5, help="length of one provider's run")
     args = ap.parse_args(argv)
     runs = [p for case in args.cases.split(";") if case for p in providers(case)]
@@ -171,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "50"], stdout=log)
         try:
             time.sleep(1.0)
-            for _ in range(args.rounds):
-                for name, fn, flops, tf32 in runs:
+            for r in range(args.rounds):
+                for name, fn, flops, tf32 in in_turns(runs, r):
                     torch.backends.cuda.matmul.allow_tf32 = tf32
                     start, end, ms = run_alone(fn, args.seconds)
                     timed.append((name, start + SETTLE_S, end, flops / (ms * 1e-3) / 1e12))

@@ -1,5 +1,5 @@
 """tools/bench_power.py's parts that need no GPU: reading nvidia-smi's samples, the statistics of
-a provider's window and the tile syntax of its cases."""
+a provider's window, the tile syntax of its cases and the order of its rounds."""
 
 from __future__ import annotations
 
@@ -48,3 +48,12 @@ def test_tiles_name_their_schedule_with_letters() -> None:
         bp.parse_tile("128,256,64,8,3,w")
     with pytest.raises(ValueError, match="MB,NB,KB,warps,stages"):
         bp.parse_tile("128,256,64")
+
+
+def test_rounds_alternate_the_order_of_the_providers() -> None:
+    # the GPU warms during each window: over two rounds every provider runs first once and last once
+    runs = ["torch", "tc a", "tc b"]
+    assert bp.in_turns(runs, 0) == runs
+    assert bp.in_turns(runs, 1) == ["tc b", "tc a", "torch"]
+    places = {name: [bp.in_turns(runs, r).index(name) for r in range(2)] for name in runs}
+    assert all(sum(p) == len(runs) - 1 for p in places.values())
