@@ -15,9 +15,11 @@ with B^T read into registers; half; bf16) forced to one configuration (`--config
 notation: 256,128,32,8,4,p by default) and torch.matmul (allow_tf32), e.g. to compare what each
 moves through shared memory and L2 per launch:
 
-    ncu --clock-control none -k regex:'^matmul$|gemm|xmma|nvjet' --launch-skip 4 --launch-count 2 \
-        --metrics gpc__cycles_elapsed.max,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,... \
+    ncu --clock-control none -k regex:'^matmul$' --launch-skip 2 --launch-count 1 \\
+        --metrics gpc__cycles_elapsed.max,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,... \\
         python3 tools/ncu_matmul.py --kernel nn --size 8192
+
+(and `-k regex:'gemm|xmma|nvjet'` for cuBLAS's kernel; BENCHMARKS.md, twenty-eighth session).
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ def tf32_nt(size: int, launches: int, stages: int) -> None:
 
 
 def torch_nn(size: int, launches: int, config: str, dtype: str) -> None:
+    """C = A B (A, B row-major `dtype` squares) by tc_torch.matmul_out forced to `config`, then
+    by torch.matmul, `launches` times each; tc's result checked against a float64 product."""
     import torch
 
     from tc_runtime import config as make_config
