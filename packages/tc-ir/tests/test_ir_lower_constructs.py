@@ -301,6 +301,22 @@ __global__ void k(float* f, int* i, unsigned* u) {
     assert list(u) == [3] * 16
 
 
+def test_a_cast_to_void_discards_the_value_and_keeps_the_effects() -> None:
+    """`(void) x;` (C's way to drop a value, e.g. an atomic's old value) passed the checker and
+    then failed in the lowering (E0601 "cannot convert to void")."""
+    m = lower_src("""
+__global__ void k(int* i, int n) {
+  int r[16] = 0 ... 16;
+  (void) r;
+  (void) n;
+  (void) atomic_add(i + r, 1);
+}""")
+    assert kinds(m, O.AtomicRMWOp) == ["add"]
+    i = np.arange(16, dtype=np.int32)
+    interpret(m, [i, 3], 1)
+    assert list(i) == list(range(1, 17))
+
+
 def test_math_minmax_select_pointers_sizeof_bitcast() -> None:
     m = lower_src("""
 __global__ void k(float* o, long* l, unsigned* u) {

@@ -302,3 +302,20 @@ def test_truncated_or_corrupted_text_always_gives_parse_errors() -> None:
             parse_module(broken)
         except IRParseError:
             pass
+
+
+def test_many_values_of_one_name_hint_are_uniqued_in_linear_time() -> None:
+    # a hint shared by thousands of values (`a += 1` written 3000 times) used to try a, a_1,
+    # ... a_k afresh for each value; the names are the same as before: the first free suffix,
+    # skipping a name another hint ("a_2") took first
+    body = O.Block([I32], ["a_2"])
+    e = Emit(body)
+    v = body.args[0]
+    for _ in range(3000):
+        v = e(O.BinaryOp, [v, v], [I32], kind="add")
+        v.name_hint = "a"
+    e(O.ReturnOp, [], [])
+    text = print_function(O.Function("f", body, ["a_2"], [{}]))
+    assert "%a = tc.binary %a_2, %a_2" in text
+    assert "%a_1 = tc.binary %a, %a" in text and "%a_3 = tc.binary %a_1, %a_1" in text
+    assert "%a_3000 = tc.binary %a_2999, %a_2999" in text and "%a_3001" not in text

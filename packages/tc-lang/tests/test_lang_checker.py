@@ -433,6 +433,12 @@ NEGATIVE = [
     ("void* v = (void*) p;\n  float* w = (float*)(v + 4);", "E0401",
      "operator '+' cannot offset a 'void*'", "v + 4", "TcTypeError"),
     ("long d = q - p;", "E0401", "cannot subtract 'float*' from 'int*'", "q - p", "TcTypeError"),
+    # (a pointer to pointers was "must be a pointer, not 'float**'")
+    ("float** pp = (float**) p;\n  float* o = atomic_xchg(pp, p);", "E0408",
+     "the first argument of 'atomic_xchg' must be a pointer to numbers, not 'float**'", "pp, p",
+     "TcTypeError"),
+    ("int o = atomic_add(n, 1);", "E0408", "the first argument of 'atomic_add' must be a pointer, "
+     "not 'int'", "n, 1", "TcTypeError"),
     ("long r[4] = 4294967296 ... 4294967300;", "E0403",
      "the elements of the range 4294967296 ... 4294967300 do not fit in 'int'", "4294967296 ...",
      "TcTypeError"),

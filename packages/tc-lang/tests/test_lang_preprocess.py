@@ -129,6 +129,29 @@ def test_bytes_input_and_invalid_utf8() -> None:
     assert (d.location.line, d.location.col) == (2, 5)
 
 
+def test_a_utf8_byte_order_mark_is_skipped() -> None:
+    """An editor's BOM before the first line was E0201 "unexpected character '\\ufeff'"; C
+    compilers skip it, and so does tc (the lines and columns after it are those of the text)."""
+    unit = tc_lang.frontend("\ufeff__global__ void k(float* x) { *x = 1.0f; }".encode())
+    assert [f.name for f in unit.functions] == ["k"]
+    with pytest.raises(tc_lang.TcNameError) as info:
+        tc_lang.frontend("\ufeff__global__ void k(float* x) {\n  *x = y;\n}\n", filename="k.tc")
+    assert (info.value.first.location.line, info.value.first.location.col) == (2, 8)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"filename": 3}, "filename must be a str (the name diagnostics show), not int 3"),
+    ({"filename": None}, "filename must be a str (the name diagnostics show), not NoneType None"),
+    ({"defines": "BLOCK=128"}, "defines must be a mapping of macro names to values, not str 'BLOCK=128'"),
+])
+def test_arguments_of_the_wrong_type_are_the_callers_error(kwargs: dict[str, object], message: str) -> None:
+    """A filename that is no str was an internal compiler error (E0499: 'int' object has no
+    attribute 'startswith'); defines given as a str failed inside dict()."""
+    with pytest.raises(TypeError) as info:
+        tc_lang.frontend("__global__ void k() {}", **kwargs)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
 def test_locations_map_back_through_macros() -> None:
     src = "#define TILE 3\n__global__ void f() {\n  float x[TILE] = 0;\n}\n"
     with pytest.raises(tc_lang.TcShapeError) as info:

@@ -77,3 +77,25 @@ def test_code_generator_errors_quote_their_line(tmp_path: Path, capsys: pytest.C
     err = capsys.readouterr().err.splitlines()
     at = next(i for i, line in enumerate(err) if "pp.tc:2:" in line and "E0690" in line)
     assert err[at + 1].strip() == "int* y = *x;" and err[at + 2].strip().startswith("^")
+
+
+def test_a_file_that_is_not_utf8_is_a_located_diagnostic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tcc read the file as text: a Latin-1 byte in a comment was a UnicodeDecodeError traceback;
+    the front end now reads the bytes and says where (E0102), as tc-lint does."""
+    bad = tmp_path / "latin1.tc"
+    bad.write_bytes(b"__global__ void k(float* x) {\n  *x = 1.0f; // caf\xe9\n}\n")
+    assert main([str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}:2:20: error[E0102]: source is not valid UTF-8 (byte 0xe9)")
+    assert "Traceback" not in err
+
+
+def test_an_output_that_cannot_be_written_is_a_plain_error(add_file: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """-o into a missing folder (or onto a directory) was reported as an internal compiler error."""
+    defines = ["-D", "TYPE=float", "-D", "BLOCK=128"]
+    missing = tmp_path / "no" / "such" / "dir" / "add.ptx"
+    assert main([str(add_file), *defines, "-o", str(missing)]) == 1
+    assert capsys.readouterr().err == f"tcc: error: cannot write {missing}: No such file or directory\n"
+    assert main([str(add_file), *defines, "--emit=cubin", "-o", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"tcc: error: cannot write {tmp_path}: Is a directory\n"

@@ -80,6 +80,9 @@ class Namer:
     def __init__(self, define_unknown: bool = False) -> None:
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
+        #: per base name, the suffix its next value tries first (those before it are used, and a
+        #: name stays used): without it a hint shared by thousands of values is quadratic
+        self.suffix: dict[str, int] = {}
         self.counter = 0
         self.define_unknown = define_unknown
 
@@ -89,11 +92,12 @@ class Namer:
             base = re.sub(r"[^A-Za-z0-9_.]", "_", hint)
             if not _NAME_OK.match(base):
                 base = "v" + base
-            name = base
-            n = 1
+            n = self.suffix.get(base, 0)
+            name = base if n == 0 else f"{base}_{n}"
             while name in self.used:
-                name = f"{base}_{n}"
                 n += 1
+                name = f"{base}_{n}"
+            self.suffix[base] = n
         else:
             while str(self.counter) in self.used:
                 self.counter += 1

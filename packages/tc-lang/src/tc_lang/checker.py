@@ -1161,7 +1161,8 @@ class Checker:
         pe = element_of(tys[0])  # type: ignore[arg-type]
         if not isinstance(pe, PointerType) or not isinstance(pe.pointee, ScalarType) or \
                 pe.pointee.is_void:
-            self.type_error("E0408", f"the first argument of '{name}' must be a pointer, not "
+            what = "a pointer to numbers" if isinstance(pe, PointerType) else "a pointer"
+            self.type_error("E0408", f"the first argument of '{name}' must be {what}, not "
                             f"{_q(tys[0])}", args[0].loc)
             return self.typed(e, None)
         pointee = pe.pointee

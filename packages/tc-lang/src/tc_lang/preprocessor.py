@@ -446,7 +446,15 @@ def preprocess(
     Raises `TcPreprocessorError` (all problems of the source at once) for #error, bad
     directives, missing includes, malformed macro calls and unterminated conditionals.
     """
+    if not isinstance(filename, str):
+        raise ArgumentTypeError(f"filename must be a str (the name diagnostics show), not "
+                                f"{type(filename).__name__} {filename!r}")
+    if defines is not None and not isinstance(defines, Mapping):
+        raise ArgumentTypeError(f"defines must be a mapping of macro names to values, not "
+                                f"{type(defines).__name__} {defines!r}")
     text = decode_source(source, filename)
+    if text.startswith("\ufeff"):  # a UTF-8 byte-order mark (some editors write one), as C compilers do
+        text = text[1:]
     pp = _Pcpp(filename)
     pp.tc_files[filename] = text
     for name, value in (defines or {}).items():

@@ -74,10 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         return _fail(f"tcc: error: {exc}")
     try:
+        # bytes: the front end reports text that is not UTF-8 at its line (E0102)
+        source: bytes
         if args.file == "-":
-            source, filename = sys.stdin.read(), "<stdin>"
+            source, filename = sys.stdin.buffer.read(), "<stdin>"
         else:
-            with open(args.file, encoding="utf-8") as fh:
+            with open(args.file, "rb") as fh:
                 source = fh.read()
             filename = args.file
     except OSError as exc:
@@ -112,8 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _write(args.output, kernel.asm["after"])
         if args.emit == "cubin":
             kernel.registers, kernel.spills = info.registers, info.spill_stores + info.spill_loads
-            with open(args.output, "wb") as fh:
-                fh.write(cubin)
+            _write(args.output, cubin)
             return _write_metadata(args.output, kernel)
         status = _write(args.output, kernel.asm[args.emit])
         if args.output and args.emit == "ptx":
@@ -121,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except TcCompileError as exc:
         return _fail(str(exc))
+    except _WriteError as exc:
+        return _fail(f"tcc: error: cannot write {exc.path}: {exc.strerror}")
     except PtxasError as exc:
         return _fail(f"tcc: error: {exc}")
     except KeyError as exc:  # an unknown kernel name
@@ -136,10 +139,28 @@ def _write_metadata(output: str, kernel: CompiledKernel) -> int:
     return _write(output + ".json", json.dumps(kernel.to_json(), indent=1) + "\n")
 
 
-def _write(path: str | None, text: str) -> int:
+class _WriteError(Exception):
+    """An output file that cannot be written (a missing folder, a directory, no permission): the
+    user's mistake, reported as such rather than as an internal compiler error."""
+
+    def __init__(self, path: str, strerror: str) -> None:
+        super().__init__(path, strerror)
+        self.path, self.strerror = path, strerror
+
+
+def _write(path: str | None, text: str | bytes) -> int:
     if path:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            if isinstance(text, bytes):
+                with open(path, "wb") as fh:
+                    fh.write(text)
+            else:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+        except OSError as exc:
+            raise _WriteError(path, exc.strerror or str(exc)) from None
+    elif isinstance(text, bytes):
+        sys.stdout.buffer.write(text)
     else:
         sys.stdout.write(text)
     return 0

@@ -121,20 +121,22 @@ class CompiledKernel:
 
 
 def frontend(
-    source: str, defines: Mapping[str, object] | None = None, kernel: str | None = None, filename: str = "<source>"
+    source: str | bytes, defines: Mapping[str, object] | None = None, kernel: str | None = None,
+    filename: str = "<source>",
 ) -> tuple[TranslationUnit, Module]:
     """Source text to the checked translation unit and the target-independent tile IR of one
     kernel (the unit's source text lets later errors quote their line: `located_errors`)."""
     import tc_lang
     from tc_ir.lower import lower
 
-    unit = tc_lang.frontend(source, dict(defines or {}), filename=filename)  # type: ignore[arg-type]
+    unit = tc_lang.frontend(source, defines, filename=filename)  # type: ignore[arg-type]
     with located_errors(unit, "IR lowering"):
         return unit, lower(unit, kernel)
 
 
 def frontend_module(
-    source: str, defines: Mapping[str, object] | None = None, kernel: str | None = None, filename: str = "<source>"
+    source: str | bytes, defines: Mapping[str, object] | None = None, kernel: str | None = None,
+    filename: str = "<source>",
 ) -> Module:
     """Source text to target-independent tile IR (one kernel)."""
     return frontend(source, defines, kernel, filename)[1]
@@ -198,6 +200,24 @@ def tensor_maps_of(module: Module) -> list[dict[str, Any]]:
     return [out[k] for k in sorted(out)]
 
 
+def check_options(options: object, module: Module | None = None) -> CompileOptions:
+    """`options` (None: the defaults), refused before compiling when it is no CompileOptions or
+    its specialization does not have one entry per argument of the module's kernel: mistakes of
+    the caller, said plainly (TypeError/ValueError) rather than as an internal compiler error."""
+    if options is None:
+        return CompileOptions()
+    if not isinstance(options, CompileOptions):
+        raise TypeError(f"options must be a tc_opt.CompileOptions, not {type(options).__name__}")
+    spec = options.specialization
+    if spec is not None and module is not None and len(module.functions) == 1:
+        f = module.functions[0]
+        if len(spec) != len(f.args):
+            names = ", ".join(f.arg_names) if f.arg_names else ""
+            raise ValueError(f"CompileOptions.specialization has {len(spec)} entries but kernel '{f.name}' has "
+                             f"{len(f.args)} arguments ({names}): give one entry per argument")
+    return options
+
+
 def _has_dots(module: Module) -> bool:
     return any(isinstance(op, DotOp) for f in module.functions for op in f.walk())
 
@@ -212,9 +232,9 @@ def compile_module(
     """Compile tile IR (one kernel) to a CompiledKernel. A configuration that needs more shared
     memory or registers than `options.arch` has raises `tc_opt.ResourceLimitError` (a
     TcResourceError: the auto-tuner skips such configurations)."""
-    options = options or CompileOptions()
     if len(module.functions) != 1:
         raise ValueError(f"expected one kernel in the module, found {len(module.functions)}")
+    options = check_options(options, module)
     f = module.functions[0]
     timings: dict[str, float] = {}
     asm: dict[str, str] = {"ir": module_text(module)}
@@ -284,9 +304,11 @@ def compile(  # noqa: A001 - the name the contract gives it
     assemble_cubin: bool = True,
 ) -> CompiledKernel:
     """Compile Triton-C source to PTX (and a cubin when ptxas is on the PATH)."""
+    check_options(options)
     start = time.perf_counter()
     unit, module = frontend(source, defines, kernel, filename)
     front = time.perf_counter() - start
+    check_options(options, module)  # (outside located_errors: the caller's mistake, not the compiler's)
     with located_errors(unit):
         compiled = compile_module(module, options, assemble_cubin=assemble_cubin)
     compiled.timings = {"front end (preprocess, parse, check, lower)": front, **compiled.timings}

@@ -23,7 +23,7 @@ from tc_ir.ops import (
 )
 from tc_ir.types import ScalarType, TileType, element_of, shape_of
 
-from .ir_utils import blocks_of, constant_of, replace_uses, uses
+from .ir_utils import blocks_of, constant_of, replace_uses, substitute, uses
 from .pass_manager import Pass
 
 
@@ -113,26 +113,35 @@ class Canonicalize(Pass):
             changed = True
             rounds = 0
             while changed and rounds < 8:
-                changed = self._block(f.body, f.body)
+                changed = self._block(f.body, {})
                 rounds += 1
             fold_select_of_load(f.body)
 
-    def _block(self, block: Block, root: Block) -> bool:
+    def _block(self, block: Block, replaced: dict[Value, Value]) -> bool:
+        """One round over `block`; `replaced` maps the results of the ops simplified so far to
+        their new values, substituted into each later op as it is visited (every use follows its
+        definition in the walk), and the block's ops are rebuilt once."""
         changed = False
+        ops: list[Operation] = []
         for op in list(block.ops):
+            substitute(op, replaced)
             for r in op.regions:
-                changed |= self._block(r, root)
+                changed |= self._block(r, replaced)
             new = self._simplify(op)
             if new is None:
+                ops.append(op)
                 continue
             if isinstance(new, Operation):
-                block.insert(block.ops.index(op), new)
+                new.parent = block
+                ops.append(new)
                 new_value: Value = new.result
             else:
                 new_value = new
-            replace_uses(root, op.result, new_value)
-            block.remove(op)
+            replaced[op.result] = new_value
+            op.parent = None
             changed = True
+        if changed:
+            block.ops = ops
         return changed
 
     def _simplify(self, op: Operation) -> Operation | Value | None:

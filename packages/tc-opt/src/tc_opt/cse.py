@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from tc_ir.ops import AtomicCASOp, AtomicRMWOp, Block, LoadOp, Module, Operation
+from tc_ir.ops import AtomicCASOp, AtomicRMWOp, Block, LoadOp, Module, Operation, Value
 
-from .ir_utils import replace_uses
+from .ir_utils import substitute
 from .pass_manager import Pass
 
 
@@ -32,13 +32,17 @@ class CommonSubexpressionElimination(Pass):
 
     def run(self, module: Module) -> None:
         for f in module.functions:
-            self._block(f.body, {}, f.body)
+            self._block(f.body, {}, {})
 
-    def _block(self, block: Block, seen: dict[Hashable, Operation], root: Block) -> None:
+    def _block(self, block: Block, seen: dict[Hashable, Operation], replaced: dict[Value, Value]) -> None:
+        """`replaced`: the results of the ops removed so far -> their equals, substituted into
+        each later op as it is visited (every use follows its definition in the walk)."""
         scope = dict(seen)
+        removed: set[Operation] = set()
         for op in list(block.ops):
+            substitute(op, replaced)
             for r in op.regions:
-                self._block(r, scope, root)
+                self._block(r, scope, replaced)
             k = _key(op)
             if k is None:
                 continue
@@ -47,5 +51,9 @@ class CommonSubexpressionElimination(Pass):
                 scope[k] = op
                 continue
             for old, new in zip(op.results, prior.results):
-                replace_uses(root, old, new)
-            block.remove(op)
+                replaced[old] = new
+            removed.add(op)
+        if removed:
+            block.ops = [op for op in block.ops if op not in removed]
+            for op in removed:
+                op.parent = None

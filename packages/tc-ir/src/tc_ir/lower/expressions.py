@@ -108,9 +108,13 @@ def _unary(lw: Lowerer, e: A.Unary) -> TV:
     lw.fail(f"unknown operator '{e.op}'", e.loc, BAD_OPERAND)
 
 
-def _cast(lw: Lowerer, e: A.Cast) -> TV:
-    """`(T) x` and tile casts `(float[TM, TN]) x`: reshape/broadcast and numeric conversion."""
+def _cast(lw: Lowerer, e: A.Cast) -> TV | None:
+    """`(T) x` and tile casts `(float[TM, TN]) x`: reshape/broadcast and numeric conversion.
+    `(void) x`, C's way to discard a value, evaluates x for its effects (the checker accepts it)."""
     target = e.ty if e.ty is not None else resolve_typename(lw, e.type)
+    if isinstance(target, C.ScalarType) and target.is_void:
+        lw.expr_or_void(e.operand)
+        return None
     return convert(lw, lw.expr(e.operand), target)
 
 
