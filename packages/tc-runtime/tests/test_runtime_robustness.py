@@ -229,3 +229,90 @@ def test_raw_pointers_that_point_nowhere_are_errors_on_the_interpreter() -> None
     fresh = np.full(16, 5, np.float32)  # memory mapped after the first reading of the maps
     k(fresh.ctypes.data, x.ctypes.data, grid=(1,))
     np.testing.assert_array_equal(fresh, x + 1)
+
+
+def test_tensor_without_a_data_pointer_names_the_argument() -> None:
+    # (before: torch's RuntimeError "Cannot access data pointer ..." from inside the runtime)
+    k = _add()
+    z, x = torch.zeros(40), torch.ones(40)
+    with pytest.raises(TypeError, match=r"argument 1 \('z'\) of add\(.*\) has no data pointer to give "
+                                        r"the kernel \(RuntimeError: .*data pointer"):
+        k(z.to_sparse(), x, x, 40, grid=(3,))
+    tuned = tc.kernel(ADD_SRC, device="cpu", defines={"TYPE": "float", "BLOCK": [16, 32]})
+    with pytest.raises(TypeError, match=r"argument 2 \('x'\) .* has no data pointer"):
+        tuned(z, x.to_sparse(), x, 40, grid=(3,))  # (the CPU tuner saves the buffers first)
+    k(z, x, x, 40, grid=(3,))
+    assert torch.equal(z, 2 * x)
+
+
+@pytest.mark.parametrize("grid", [b"\x03", bytearray(b"\x03"), "3"])
+def test_grid_of_bytes_or_text_is_refused(grid: object) -> None:
+    # (before: b"\x03" launched 3 programs, iterated as small ints)
+    k = _add()
+    z = np.zeros(40, np.float32)
+    with pytest.raises(TypeError, match="grid of 'add' must be a tuple of 1 to 3 ints"):
+        k(z, z, z, 40, grid=grid)
+
+
+def test_float_stream_is_refused() -> None:
+    # (before: int(1.5) made it the handle 1)
+    k = _add()
+    z = np.zeros(40, np.float32)
+    with pytest.raises(TypeError, match="stream must be a raw handle .* got float 1.5"):
+        k(z, z, z, 40, grid=(3,), stream=1.5)
+
+
+@pytest.mark.parametrize("filename", [None, 5, Path("add.tc")])
+def test_filename_must_be_text(filename: object) -> None:
+    # (before: an internal compiler error, AttributeError: 'int' object has no attribute ...)
+    with pytest.raises(TypeError, match="filename must be a str"):
+        _add(filename=filename)
+    with pytest.raises(TypeError, match="filename must be a str"):
+        tc.build(ADD_SRC, defines={"TYPE": "float", "BLOCK": 16},
+                 filename=filename)  # type: ignore[arg-type]
+
+
+def test_autotune_key_that_is_no_list() -> None:
+    with pytest.raises(TypeError, match="autotune_key must be a list of argument names, got int 5"):
+        _add(autotune_key=5)
+
+
+def test_build_checks_the_specialization(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (before: an internal compiler error "please report this" for a wrong length, and
+    # "'int' object is not iterable" for no sequence)
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path))
+    defines = {"TYPE": "float", "BLOCK": 16}
+    with pytest.raises(ValueError, match="specialization has 1 entries but kernel 'add' has 4 "
+                                         "arguments"):
+        tc.build(ADD_SRC, defines=defines, specialization=(None,))
+    for bad in (5, "divisible_by_16"):
+        with pytest.raises(TypeError, match="specialization must be a sequence with one entry per"):
+            tc.build(ADD_SRC, defines=defines, specialization=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="name must be the identifier"):
+        tc.build(ADD_SRC, defines=defines, name=5)  # type: ignore[arg-type]
+    binary = tc.build(ADD_SRC, defines=defines,
+                      specialization=("divisible_by_16", "divisible_by_16", None, None))
+    assert binary.name == "add" and list(binary.signature)[3] == "i32"
+
+
+def test_wrong_objects_for_binaries_caches_and_benchmarks(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="Kernel.from_binary takes a KernelBinary"):
+        tc.Kernel.from_binary("add.json")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="KernelCache root must be a directory path"):
+        tc.KernelCache(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="do_bench: grad_to_none must be a list of tensors"):
+        tc.testing.do_bench(lambda: None, warmup=0, rep=1, device="cpu",
+                            grad_to_none=5)  # type: ignore[arg-type]
+
+
+def test_save_into_a_missing_directory_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (before: FileNotFoundError naming the temporary file)
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path / "cache"))
+    binary = tc.build(ADD_SRC, defines={"TYPE": "float", "BLOCK": 16})
+    missing = tmp_path / "no" / "dir"
+    with pytest.raises(FileNotFoundError, match=f"cannot write {missing / 'k.json'}: the directory "
+                                                f"{missing} does not exist"):
+        tc.save(binary, missing / "k.json")
+    with pytest.raises(TypeError, match="save writes to a path"):
+        tc.save(binary, 5)  # type: ignore[arg-type]
+    assert tc.save(binary, tmp_path / "k.json").is_file()

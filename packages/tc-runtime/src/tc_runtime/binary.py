@@ -133,6 +133,8 @@ def save(binary: KernelBinary, path: str | os.PathLike[str]) -> Path:
     if not isinstance(binary, KernelBinary):
         raise TypeError(f"save writes a KernelBinary (from tc_runtime.build), got "
                         f"{type(binary).__name__}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"save writes to a path (str or os.PathLike), got {type(path).__name__}")
     out = Path(path)
     if out.is_dir():
         raise IsADirectoryError(f"{out} is a directory; give the path of the file to write "
@@ -152,6 +154,8 @@ def save(binary: KernelBinary, path: str | os.PathLike[str]) -> Path:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
+    if not path.parent.is_dir():  # (else the error would name the temporary file)
+        raise FileNotFoundError(f"cannot write {path}: the directory {path.parent} does not exist")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_bytes(data)
     os.replace(tmp, path)

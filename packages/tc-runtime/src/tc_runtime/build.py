@@ -7,13 +7,14 @@ the first one published wins and the others keep it (see `cache.KernelCache.put`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import compiler, knobs
 from .binary import KernelBinary
 from .cache import KernelCache, cache_key
-from .options import check_num_stages, check_num_warps, compile_options, normalize_defines
+from .options import (check_name_and_filename, check_num_stages, check_num_warps, compile_options,
+                      normalize_defines)
 
 #: Bump when the layout of cache records written by the runtime changes.
 RECORD_VERSION = 2
@@ -73,12 +74,17 @@ def build(source: str, *, arch: str = "sm_90", defines: Mapping[str, object] | N
     by default nothing is assumed. Save it with `tc_runtime.save` and launch it anywhere with
     `tc_runtime.load`. `fp32_dot`, `precise_math`, `tma` and `tma_store` as for `tc_runtime.kernel`."""
     options = compile_options(fp32_dot, precise_math, tma, tma_store)
+    check_name_and_filename(name, filename)
     fixed, axes = normalize_defines(defines)
     if axes:
         raise ValueError(f"build compiles one configuration; give single values for "
                          f"{', '.join(sorted(axes))}")
+    if specialization is not None and (isinstance(specialization, (str, bytes))
+                                       or not isinstance(specialization, Iterable)):
+        raise TypeError(f"specialization must be a sequence with one entry per kernel argument "
+                        f"('divisible_by_16', 'equal_to_1' or None), got {specialization!r}")
     spec = tuple(specialization) if specialization is not None else ()
-    if specialization is None:
+    if specialization is None:  # (a wrong length never hits the cache: the compiler refuses it)
         sig_fn = compiler.lower_source(source, defines=fixed, kernel=name, filename=filename)
         spec = (None,) * len(sig_fn.args)
     return compile_cached(source, filename=filename, name=name, defines=fixed, arch=arch,

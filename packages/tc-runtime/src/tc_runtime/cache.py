@@ -77,6 +77,9 @@ class KernelCache:
     """The kernel cache under `root` (default: TC_CACHE_DIR or the user cache directory)."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        if root is not None and not isinstance(root, (str, os.PathLike)):
+            raise TypeError(f"KernelCache root must be a directory path (str or os.PathLike), got "
+                            f"{type(root).__name__}")
         self.root = Path(root) if root is not None else knobs.cache_dir()
 
     def entry_dir(self, key: str) -> Path:

@@ -8,7 +8,7 @@ kernel's, as in the original runtime).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .options import Config
 from .signature import Signature
@@ -48,6 +48,9 @@ def check_key(key: Sequence[str] | None) -> list[str]:
         return []
     if isinstance(key, str):
         raise TypeError(f"autotune_key must be a list of argument names, got the str {key!r}")
+    if not isinstance(key, Iterable):
+        raise TypeError(f"autotune_key must be a list of argument names, got "
+                        f"{type(key).__name__} {key!r}")
     out = []
     for k in key:
         if not isinstance(k, str):

@@ -116,8 +116,8 @@ def regions(sig: Signature, args: Sequence[object]) -> list[Region] | None:
         data_ptr = getattr(value, "data_ptr", None)
         storage = getattr(value, "untyped_storage", None)
         if callable(data_ptr) and callable(storage):
-            st = storage()
-            out.append(Region(sig.names[i], kind, int(st.data_ptr()), int(st.nbytes())))
+            base, nbytes = _storage(sig, i, value)
+            out.append(Region(sig.names[i], kind, base, nbytes))
             continue
         return None
     seen: set[tuple[int, int]] = set()
@@ -164,11 +164,9 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
         if device is not None and getattr(device, "type", "cpu") != "cpu":
             raise ValueError(f"argument {i + 1} ('{name}') of {sig.describe()} is on {device}, "
                              f"but this kernel runs on the CPU interpreter (device='cpu')")
-        address = int(data_ptr())
-        storage = getattr(value, "untyped_storage", None)
-        if callable(storage):
-            st = storage()
-            base, nbytes = int(st.data_ptr()), int(st.nbytes())
+        address = int(sig.data_pointer(i, value))
+        if callable(getattr(value, "untyped_storage", None)):
+            base, nbytes = _storage(sig, i, value)
         else:
             base = address
             nbytes = int(getattr(value, "nbytes", 0) or 0)
@@ -176,6 +174,14 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
             memory.register_address(base, nbytes, name, value)
         return address
     return value  # type: ignore[return-value]  # not a pointer: normalize() reports it
+
+
+def _storage(sig: Signature, i: int, value: Any) -> tuple[int, int]:
+    """(address, bytes) of the storage behind tensor argument `i` (a TypeError naming the argument
+    for a tensor without one, as `Signature.data_pointer` gives)."""
+    sig.data_pointer(i, value)
+    st = value.untyped_storage()
+    return int(st.data_ptr()), int(st.nbytes())
 
 
 def _byte_bounds(a: Any) -> tuple[int, int]:

@@ -38,6 +38,7 @@ from .options import (
     DEFAULT_MAX_GRID,
     Config,
     Options,
+    check_name_and_filename,
     check_num_stages,
     check_num_warps,
     compile_options,
@@ -195,8 +196,7 @@ class Kernel(functools.partial[None]):
             raise TypeError(f"kernel source must be a str, got {type(src).__name__}")
         if not src.strip():
             raise ValueError("kernel source is empty")
-        if name is not None and (not isinstance(name, str) or not name.isidentifier()):
-            raise ValueError(f"name must be the identifier of a __global__ kernel, got {name!r}")
+        check_name_and_filename(name, filename)
         self.source = src
         self.filename = filename
         #: extra compiler options (non-default fp32_dot / precise_math), part of the cache key;
@@ -250,6 +250,9 @@ class Kernel(functools.partial[None]):
                     defines: Mapping[str, object] | None = None) -> Kernel:
         """A kernel from an already compiled binary (no compiler needed; one variant for every
         specialization). `defines` only feed `opt` for grid callables."""
+        if not isinstance(binary, KernelBinary):
+            raise TypeError(f"Kernel.from_binary takes a KernelBinary (from tc_runtime.build or "
+                            f"the cache), got {type(binary).__name__}")
         if parse_device(device)[0] != "cuda":
             raise ValueError("a precompiled kernel runs on a CUDA device, not on the CPU")
         k = cls(f"/* precompiled {binary.name} */", device, defines, binary.num_warps,
@@ -703,6 +706,9 @@ def _stream_handle(stream: object) -> int:
     if isinstance(stream, bool):
         raise TypeError(f"stream must be a raw handle (int) or a stream object, got {stream!r}")
     handle = getattr(stream, "cuda_stream", stream)
+    if isinstance(handle, (bool, float, complex, str, bytes)):  # (int() would take 1.5 as 1)
+        raise TypeError(f"stream must be a raw handle (int) or a stream object with "
+                        f".cuda_stream, got {type(stream).__name__} {stream!r}")
     try:
         return int(handle)  # type: ignore[call-overload, no-any-return]
     except (TypeError, ValueError):

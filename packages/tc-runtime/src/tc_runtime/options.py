@@ -149,6 +149,15 @@ def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
     return out
 
 
+def check_name_and_filename(name: object, filename: object) -> None:
+    """The kernel's `name` (None or a C identifier) and `filename` (a str, shown in errors)."""
+    if name is not None and (not isinstance(name, str) or not name.isidentifier()):
+        raise ValueError(f"name must be the identifier of a __global__ kernel, got {name!r}")
+    if not isinstance(filename, str):
+        raise TypeError(f"filename must be a str (the name errors show for the source), got "
+                        f"{type(filename).__name__} {filename!r}")
+
+
 def check_num_warps(n: object) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16, 32 (at most 1024 threads per "
@@ -210,7 +219,8 @@ def normalize_grid(grid: object, opt: Options, max_grid: Sequence[int] = DEFAULT
         dims: list[object] = [grid]
     elif isinstance(grid, (tuple, list)):
         dims = list(grid)
-    elif isinstance(grid, (Mapping, AbstractSet)):  # iterable, but not an ordered x, y, z
+    elif isinstance(grid, (Mapping, AbstractSet, str, bytes, bytearray, memoryview)):
+        # (iterable, but not an ordered x, y, z; bytes would iterate as small ints)
         raise TypeError(f"grid of '{kernel}' must be a tuple of 1 to 3 ints (or a callable "
                         f"returning one), got {type(grid).__name__}")
     else:

@@ -172,13 +172,25 @@ class Signature:
                         f"{element[2]} elements, but the kernel reads it as "
                         f"{c_spelling(self.kinds[i])}; convert it to {wanted} first")
 
+    def data_pointer(self, i: int, value: Any) -> Any:
+        """`value.data_ptr()` for pointer argument `i`; a TypeError naming the argument where the
+        object has no data pointer (torch's sparse and mkldnn tensors raise RuntimeError)."""
+        try:
+            return value.data_ptr()
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        # (raised outside the handler: nothing chained to the caller's error)
+        raise TypeError(f"argument {i + 1} ('{self.names[i]}') of {self.describe()} has no data "
+                        f"pointer to give the kernel ({reason}); pass a dense, strided tensor or "
+                        f"an address")
+
     def _pointer(self, i: int, value: object) -> int:
         data_ptr = getattr(value, "data_ptr", None)
         if callable(data_ptr):
             dtype = getattr(value, "dtype", None)
             if dtype is not None:
                 self.check_elements(i, dtype)
-            value = data_ptr()
+            value = self.data_pointer(i, value)
         if isinstance(value, (bool, float, complex, str, bytes)) or value is None:
             raise self._bad(i, value, "a pointer (an int address, e.g. tensor.data_ptr())")
         try:

@@ -55,6 +55,9 @@ def do_bench(fn: Callable[[], object], warmup: float = 25, rep: float = 100,
     if not (0 <= warmup < math.inf and 0 < rep < math.inf):  # (NaN fails both)
         raise ValueError(f"do_bench: warmup must be >= 0 and rep > 0 (milliseconds), got "
                          f"warmup={warmup}, rep={rep}")
+    if grad_to_none is not None and not isinstance(grad_to_none, (list, tuple)):
+        raise TypeError(f"do_bench: grad_to_none must be a list of tensors, got "
+                        f"{type(grad_to_none).__name__}")
     if device is not None and not (isinstance(device, str) and (
             device == "cpu" or device == "cuda" or device.startswith("cuda:"))):
         raise ValueError(f"do_bench: device must be 'cuda', 'cuda:N', 'cpu' or None, got "

@@ -19,6 +19,9 @@ FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 #: Offsets inside the kernels are C ints.
 INT32_LIMIT = 2**31
 
+#: The layout of the tensors the kernels read (sparse and mkldnn tensors are refused).
+STRIDED = torch.strided
+
 #: torch.contiguous_format, for the fast paths' torch.empty_like(x, memory_format=CONTIGUOUS).
 CONTIGUOUS = torch.contiguous_format
 
@@ -34,11 +37,15 @@ def device_of(tensors: Sequence[torch.Tensor], op: str) -> torch.device:
     """The one device all tensors share (a clear error if they differ)."""
     first = tensors[0].device
     if tensors[0].is_cuda and first.index is not None:  # the common case, cheaply (a
-        for t in tensors[1:]:  # generator, or torch.device.type, costs more than the loop)
-            if t.device != first:
+        for t in tensors:  # generator, or torch.device.type, costs more than the loop)
+            if t.device != first or t.layout is not STRIDED:
                 break
         else:
             return first
+    for t in tensors:
+        if t.layout is not STRIDED:  # (no strides or data pointer for a kernel to read)
+            raise TypeError(f"{op}: tensors of layout {t.layout} (sparse, mkldnn) are not "
+                            f"supported; pass a dense, strided tensor (tensor.to_dense())")
     devices = {t.device for t in tensors}
     if len(devices) != 1:
         names = ", ".join(sorted(str(d) for d in devices))

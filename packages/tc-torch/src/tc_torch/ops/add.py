@@ -7,7 +7,8 @@ from typing import Any
 import torch
 import tc_runtime as tc
 
-from ..devices import CONTIGUOUS, INT32_LIMIT, cuda_index, device_of, on_cuda, tc_type
+from ..devices import (CONTIGUOUS, INT32_LIMIT, check_tensor, cuda_index, device_of, on_cuda,
+                       tc_type)
 
 SOURCE = """
 __global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
@@ -56,6 +57,14 @@ def _check(x: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
 
 def add_out(z: torch.Tensor, x: torch.Tensor, y: torch.Tensor, block: int = BLOCK) -> torch.Tensor:
     """z = x + y for contiguous tensors of one shape, dtype and device (no autograd)."""
+    x, y = _check(x, y)
+    z = check_tensor(z, "tc_torch.add", "the output z")
+    if z.dtype != x.dtype or z.shape != x.shape:
+        raise ValueError(f"tc_torch.add: the output must have the inputs' shape {tuple(x.shape)} "
+                         f"and dtype {x.dtype}, got {tuple(z.shape)} {z.dtype}")
+    if not (z.is_contiguous() and x.is_contiguous() and y.is_contiguous()):
+        raise ValueError("tc_torch.add: add_out takes contiguous tensors (the kernel indexes them "
+                         "as flat arrays)")
     return _add_into(z, x, y, device_of([z, x, y], "tc_torch.add"), block)
 
 

@@ -290,6 +290,7 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                          f"{transpose_first!r}")
     if stream_k not in STREAM_K:
         raise ValueError(f"{OP}: stream_k must be one of {', '.join(STREAM_K)}, got {stream_k!r}")
+    _check_out(c, a, b)
     device = device_of([c, a, b], OP)
     z, m, n = c.shape
     k = a.shape[-1]
@@ -322,6 +323,25 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
 
     launch(kern, device, grid, a, b, c, m, n, k, lda, ldb, max(n, 1), saz, sbz, m * n)
     return c
+
+
+def _check_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """matmul_out's operands: 3-D tensors of one dtype, c contiguous (Z, M, N) for a (Z|1, M, K)
+    and b (Z|1, K, N) (the kernel writes c's M x N and reads the operands' extents from them)."""
+    for name, t in (("c", c), ("a", a), ("b", b)):
+        check_tensor(t, OP, name)
+        if t.dim() != 3:
+            raise ValueError(f"{OP}: matmul_out takes 3-D (batch, rows, columns) tensors, got {name} "
+                             f"of shape {tuple(t.shape)}")
+    if not a.dtype == b.dtype == c.dtype:
+        raise TypeError(f"{OP}: c, a and b must have one dtype, got {c.dtype}, {a.dtype} and {b.dtype}")
+    z, m, n = c.shape
+    if a.shape[1] != m or b.shape[2] != n or a.shape[2] != b.shape[1] or a.shape[0] not in (z, 1) \
+            or b.shape[0] not in (z, 1):
+        raise ValueError(f"{OP}: c of shape {tuple(c.shape)} does not hold a @ b for a of shape "
+                         f"{tuple(a.shape)} and b of shape {tuple(b.shape)}")
+    if not c.is_contiguous():
+        raise ValueError(f"{OP}: c must be contiguous (matmul_out writes it row-major)")
 
 
 def _runs_stream_k(stream_k: str, z: int, k: int, dtype: torch.dtype) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..devices import check_extent
@@ -15,7 +17,8 @@ def as_rows(x: torch.Tensor, n: int, op: str) -> torch.Tensor:
     else:
         if x.numel() and x.stride(-1) != 1:
             x = x.contiguous()
-        rows = x.reshape(-1, n)
+        # (-1 cannot be inferred from rows of 0 elements: the rows are then the leading dims)
+        rows = x.reshape(-1, n) if n else x.reshape(math.prod(x.shape[:-1]), 0)
         if rows.numel() and n > 1 and rows.stride(1) != 1:
             rows = rows.contiguous()
     check_extent(op, rows)

@@ -33,6 +33,13 @@ MAX_M, MAX_N = 65535 * 128, 65535 * 32
 
 def transpose_out(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """y = x^T for a 2-D x and a contiguous y of shape x.shape[::-1]. No autograd."""
+    check_tensor(y, OP, "y")
+    check_tensor(x, OP, "x")
+    if x.dim() != 2 or tuple(y.shape) != tuple(x.shape[::-1]) or y.dtype != x.dtype \
+            or not y.is_contiguous():
+        raise ValueError(f"{OP}: transpose_out needs a 2-D x and a contiguous y of its dtype and "
+                         f"transposed shape, got x {tuple(x.shape)} {x.dtype} and y "
+                         f"{tuple(y.shape)} {y.dtype}" + ("" if y.is_contiguous() else " (not contiguous)"))
     device = device_of([y, x], OP)
     m, n = x.shape
     if x.numel() == 0:
