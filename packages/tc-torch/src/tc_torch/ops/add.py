@@ -91,7 +91,7 @@ class _Add(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         x, y = x.contiguous(), y.contiguous()
         z = torch.empty_like(x, memory_format=torch.contiguous_format)
-        return add_out(z, x, y)
+        return _add_into(z, x, y, x.device)  # (add checked x and y; z is allocated beside x)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
