@@ -92,7 +92,7 @@ def check_correctness(configs_of: Callable[[str], list[Any]], layouts: tuple[str
 #: Letters of `--configs` for a configuration's schedule options: (option, value).
 OPTION_LETTERS = {"p": ("persistent", True), "s": ("tma_store", True), "n": ("warp_specialize", False),
                   "w": ("producer_warpgroup", True), "m": ("cluster_multicast", True),
-                  "o": ("overlap_epilogue", True)}
+                  "o": ("overlap_epilogue", True), "k": ("stream_k", True)}
 
 
 def parse_config(text: str, config: Callable[..., Any]) -> Any:

@@ -118,6 +118,8 @@ def every_op_module() -> O.Module:
     e(O.WarpSpecializeOp, [], [], regions=[pb, cb], producer_warps=4)
     e(O.MBarrierInvalOp, [bars], [])
     e(O.GridDimOp, [], [I32], axis=2)
+    e(O.WorkspaceOp, [], [PointerType(F32)], part="partials")
+    e(O.WorkspaceOp, [], [PointerType(I32)], part="flags")
     one = e(O.ConstantOp, [], [I32], value=1)
     e(O.AtomicRMWOp, [cnt, one], [I32], kind="add")
     e(O.AtomicCASOp, [cnt, one, n], [I32])

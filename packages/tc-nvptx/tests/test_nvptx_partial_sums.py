@@ -73,10 +73,14 @@ def test_stored_accumulator_without_read_back_is_exchanged() -> None:
 
 
 def test_partial_sum_is_added_as_it_arrives() -> None:
+    # batches of LOAD_AND_ADD_BATCH (16) floats: 8 loads of two in flight, then their 16 adds
     ptx = _compile(SPLIT_K).ptx
-    fused = re.findall(r"ld\.global\.v2\.f32 \{%tc_t0, %tc_t1\}, \[ %rd\d+ \+ 0 \]; "
-                       r"add\.rn\.f32 %r\d+, %r\d+, %tc_t0; add\.rn\.f32 %r\d+, %r\d+, %tc_t1;", ptx)
-    assert len(fused) == 128 * 256 // 256 // 2  # 128 floats per thread, two per statement
+    statements = re.findall(r"\{ \.reg \.f32 [^;]*;((?: ld\.global\.v2\.f32 \{%tc_t\d+, %tc_t\d+\}, \[ %rd\d+ \+ 0 \];)+)"
+                            r"((?: add\.rn\.f32 %r\d+, %r\d+, %tc_t\d+;)+) \}", ptx)
+    assert len(statements) == 128 * 256 // 256 // 16  # 128 floats per thread, 16 per statement
+    for loads, adds in statements:
+        assert loads.count("ld.global.v2.f32") == 8 and adds.count("add.rn.f32") == 16
+        assert "%tc_t0," in loads and adds.rstrip(";").endswith("%tc_t15")
     assert "ld.global.v2.b32" not in ptx  # (no separate load of the partial)
 
 

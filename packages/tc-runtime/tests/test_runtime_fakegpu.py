@@ -1218,6 +1218,39 @@ def test_persistent_configuration_without_a_producer_warp(fake: FakeCuda) -> Non
     assert k.info["persistent"] is True
 
 
+def test_stream_k_configuration_launches_every_sm_with_its_workspace(fake: FakeCuda) -> None:
+    """options={"persistent": True, "stream_k": True}: one CTA per SM (132 for 512 programs: the
+    last waves are shared, not balanced away on 128), the grid's extents and then the workspace
+    (partial sums of 128x256 floats and i32 flags for 2 x 132 programs, zeroed) as two u64 before
+    the tensor maps; the workspace is allocated once per stream."""
+    seen: list[tuple[tuple[int, ...], int, int]] = []
+
+    def body(params: list[int], grid: tuple[int, int, int]) -> None:
+        ints = tuple(ctypes.c_int32.from_address(p).value for p in params[3:12])
+        partials, flags = (ctypes.c_uint64.from_address(p).value for p in params[12:14])
+        seen.append((ints, partials, flags))
+
+    fake.kernels["dot"] = body
+    fake.param_count = 17
+    allocs = len(fake.allocations)
+    k = _persistent_4096(fake, 3, {"persistent": True, "stream_k": True},
+                         {"persistent": True, "stream_k": True, "warp_specialize": True})
+    assert fake.calls[-1][:4] == ("launch", "dot", (132, 1, 1), 8 * 32)
+    ints, partials, flags = seen[-1]
+    assert ints == (4096, 4096, 64, 64, 64, 64, 512, 1, 1)
+    assert flags - partials == 2 * 132 * 128 * 256 * 4
+    size, _, buf = fake.allocations[partials]
+    assert size == flags - partials + 4 * 2 * 132 and not buf.any()
+    assert len(fake.allocations) == allocs + 4  # (the workspace, and the three operands)
+    a = fake.alloc(4096)
+    k(a.ctypes.data, a.ctypes.data, a.ctypes.data, 4096, 4096, 64, 64, 64, 64,
+      grid=lambda opt: (tc.cdiv(4096, opt.MB) * tc.cdiv(4096, opt.NB),))
+    assert seen[-1][1:] == (partials, flags) and len(fake.allocations) == allocs + 5
+    assert k.info["persistent"] is True
+    with pytest.raises(ValueError, match="'stream_k' needs 'persistent'"):
+        tc.config({"MB": 128}, options={"stream_k": True})
+
+
 def test_persistent_configuration_with_a_producer_warpgroup(fake: FakeCuda) -> None:
     """options={"persistent": True, "producer_warpgroup": True}: the producer is a warpgroup
     that hands its registers to the consumers (tc_opt.warp_specialize.register_split), so the

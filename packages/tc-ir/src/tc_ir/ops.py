@@ -221,6 +221,17 @@ class GridDimOp(Operation):
 
 @register
 @attrs.define(eq=False, kw_only=True)
+class WorkspaceOp(Operation):
+    """A stream-K kernel's workspace (tc_opt.stream_k), which the runtime allocates and passes as
+    hidden parameters after the grid's: `part` "partials" (each CTA's partial accumulator tile) or
+    "flags" (one i32 per CTA, 0 between launches). The result is a scalar pointer."""
+
+    NAME = "tc.workspace"
+    part: str
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
 class MakeRangeOp(Operation):
     """tile<(end-start) x i32> holding start, start+1, ..., end-1."""
 

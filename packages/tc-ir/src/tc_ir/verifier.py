@@ -107,6 +107,13 @@ def _program_id(op: O.ProgramIdOp) -> None:
     _check(op.results[0].type == I32, f"result must be i32, not {op.results[0].type}")
 
 
+@_rule(O.WorkspaceOp)
+def _workspace(op: O.WorkspaceOp) -> None:
+    _count(op, 0, 1)
+    _check(op.part in ("partials", "flags"), f"workspace part {op.part!r} is not 'partials' or 'flags'")
+    _check(isinstance(op.results[0].type, PointerType), f"result must be a pointer, not {op.results[0].type}")
+
+
 @_rule(O.MakeRangeOp)
 def _make_range(op: O.MakeRangeOp) -> None:
     _count(op, 0, 1)

@@ -56,6 +56,11 @@ class CompiledKernel:
     #: CTAs per cluster (CompileOptions.cluster_multicast: 2): the kernel's PTX requires clusters
     #: of that shape (.reqnctapercluster), so a persistent grid is a multiple of it.
     cluster: int = 1
+    #: A stream-K kernel (CompileOptions.stream_k): the bytes of one CTA's partial sum. It takes
+    #: two more pointers after the grid's extents: the partial sums (this many bytes per CTA)
+    #: and the flags (one i32 per CTA, all 0 before a launch; the kernel leaves them 0), which
+    #: the runtime allocates. 0: not stream-K.
+    stream_k: int = 0
     #: The indices of the unsigned integer parameters (IR integers have no sign; the runtime
     #: checks the range of each value it passes); None in metadata older than the field.
     unsigned_args: list[int] | None = None
@@ -86,6 +91,7 @@ class CompiledKernel:
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
             **({"persistent": True} if self.persistent else {}),
             **({"cluster": self.cluster} if self.cluster > 1 else {}),
+            **({"stream_k": self.stream_k} if self.stream_k else {}),
             **({"unsigned_args": list(self.unsigned_args)} if self.unsigned_args is not None else {}),
         }
 
@@ -109,6 +115,7 @@ class CompiledKernel:
             tensor_maps=[dict(m) for m in data.get("tensor_maps", [])],
             persistent=bool(data.get("persistent", False)),
             cluster=int(data.get("cluster", 1)),
+            stream_k=int(data.get("stream_k", 0)),
             unsigned_args=[int(i) for i in data["unsigned_args"]] if "unsigned_args" in data else None,
         )
 
@@ -275,6 +282,7 @@ def compile_module(
         tensor_maps=tensor_maps_of(module),
         persistent=bool(module.attributes.get("persistent")),
         cluster=int(module.attributes.get("cluster", 1)),  # type: ignore[call-overload]
+        stream_k=int(module.attributes.get("stream_k", 0)),  # type: ignore[call-overload]
         unsigned_args=f.unsigned_args,
     )
     if assemble_cubin and find_ptxas() is not None:

@@ -325,24 +325,43 @@ def _other_operand(add: BinaryOp, v: Value) -> Value:
     return add.operands[1] if add.operands[0] is v else add.operands[0]
 
 
+#: Elements a thread loads in one asm statement of _load_and_add before adding them: that many
+#: loads are in flight at once (one per statement kept each load's whole latency in the
+#: sum: a 256x128 partial read back took ~50 us on an H100), for that many registers more.
+LOAD_AND_ADD_BATCH = 16
+
+
 def _load_and_add(ctx: Ctx, add: BinaryOp, load: LoadOp, ptrs: dict[Key, ir.Value],
                   vectors: list[list[Key]]) -> TileVal:
-    """`add`'s result: per vector one inline-asm load whose values are added in the same asm
-    statement, so that no scheduler can gather the loads first (see _accumulating_add)."""
+    """`add`'s result: inline-asm statements that each load a batch of vectors (up to
+    LOAD_AND_ADD_BATCH elements) and then add them, so that no scheduler can gather all the
+    loads first (see _accumulating_add) while a batch's loads overlap."""
     acc = ctx.values[_other_operand(add, load.result)]
     assert isinstance(acc, TileVal)
     sums: dict[Key, ir.Value] = {}
+    batches: list[list[list[Key]]] = []
     for keys in vectors:
-        n = len(keys)
-        temps = ", ".join(f"%tc_t{i}" for i in range(n))
-        dst = temps if n == 1 else "{" + temps + "}"
-        v = "" if n == 1 else f".v{n}"
+        if not batches or sum(len(k) for k in batches[-1]) + len(keys) > LOAD_AND_ADD_BATCH:
+            batches.append([])
+        batches[-1].append(keys)
+    for batch in batches:
+        flat = [k for keys in batch for k in keys]
+        n = len(flat)
+        temps = [f"%tc_t{i}" for i in range(n)]
+        loads, at = [], 0
+        for j, keys in enumerate(batch):
+            group = temps[at:at + len(keys)]
+            dst = group[0] if len(keys) == 1 else "{" + ", ".join(group) + "}"
+            v = "" if len(keys) == 1 else f".v{len(keys)}"
+            loads.append(f"ld.global{v}.f32 {dst}, [ ${2 * n + j} + 0 ];")
+            at += len(keys)
         adds = " ".join(f"add.rn.f32 ${i}, ${n + i}, %tc_t{i};" for i in range(n))
-        text = f"{{ .reg .f32 {temps}; ld.global{v}.f32 {dst}, [ ${2 * n} + 0 ]; {adds} }}"
-        constraints = ",".join(["=f"] * n + ["f"] * n + ["l"])
+        text = f"{{ .reg .f32 {', '.join(temps)}; {' '.join(loads)} {adds} }}"
+        constraints = ",".join(["=f"] * n + ["f"] * n + ["l"] * len(batch))
         ret: ir.Type = F32 if n == 1 else ir.LiteralStructType([F32] * n)
-        r = ctx.asm(ret, text, constraints, [*(acc.vals[k] for k in keys), ptrs[keys[0]]], side_effect=True)
-        sums.update(zip(keys, [r] if n == 1 else [ctx.b.extract_value(r, i) for i in range(n)]))
+        r = ctx.asm(ret, text, constraints, [*(acc.vals[k] for k in flat), *(ptrs[keys[0]] for keys in batch)],
+                    side_effect=True)
+        sums.update(zip(flat, [r] if n == 1 else [ctx.b.extract_value(r, i) for i in range(n)]))
     t = add.result.type
     assert isinstance(t, TileType)
     return TileVal(ctx.map_of(t), sums, t.element)

@@ -20,10 +20,12 @@ DATA_LAYOUT = "e-p3:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
 #: A persistent kernel's hidden parameters after the user's: the grid's extents (x, y, z).
 GRID_PARAMS = 3
+#: A stream-K kernel's after those: its workspace, partial sums and flags (tc.workspace).
+WORKSPACE_PARAMS = ("partials", "flags")
 
 
 def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.GlobalVariable,
-            persistent: bool = False, cluster: int = 1) -> int:
+            persistent: bool = False, cluster: int = 1, stream_k: bool = False) -> int:
     params = []
     for a in f.args:
         if isinstance(a.type, TileType):
@@ -33,6 +35,8 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
 
     grid = GRID_PARAMS if persistent else 0
     params += [I32] * grid
+    work = len(WORKSPACE_PARAMS) if stream_k else 0
+    params += [ir.PointerType()] * work
     maps = tensor_map_count(f)
     params += [ir.PointerType()] * maps  # the tensor maps of TMA copies (byval, see emit.llvm_text)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name=f.name)
@@ -49,7 +53,10 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
     ctx.grid_params = list(fn.args[len(f.args):len(f.args) + grid])
     for axis, p in enumerate(ctx.grid_params):
         p.name = f"tc_grid_{'xyz'[axis]}"
-    hidden = list(fn.args[len(f.args) + grid:])
+    ctx.workspace_params = dict(zip(WORKSPACE_PARAMS, fn.args[len(f.args) + grid:len(f.args) + grid + work]))  # type: ignore[attr-defined]
+    for part, p in ctx.workspace_params.items():  # type: ignore[attr-defined]
+        p.name = f"tc_{part}"
+    hidden = list(fn.args[len(f.args) + grid + work:])
     for k, p in enumerate(hidden):
         p.name = f"{PARAM_PREFIX}{k}"
     ctx.tma_params = hidden  # type: ignore[attr-defined]
@@ -74,7 +81,8 @@ def lower_to_llvm(module: Module, options: CompileOptions | None = None) -> ir.M
     shared = 0
     cluster = int(module.attributes.get("cluster", 1))  # type: ignore[call-overload]
     for f in module.functions:
-        shared = max(shared, _kernel(lm, f, options, smem, bool(module.attributes.get("persistent")), cluster))
+        shared = max(shared, _kernel(lm, f, options, smem, bool(module.attributes.get("persistent")), cluster,
+                                     bool(module.attributes.get("stream_k"))))
     module.attributes["shared_bytes"] = shared
     # read by emit_ptx for .maxntid: the program's warps and a warp-specialized kernel's producers
     lm.tc_num_warps = options.num_warps + int(module.attributes.get("producer_warps", 0))

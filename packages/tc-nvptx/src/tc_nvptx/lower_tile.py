@@ -12,6 +12,7 @@ from tc_ir.ops import (
     ExpandDimsOp,
     ForOp,
     GridDimOp,
+    WorkspaceOp,
     MakeRangeOp,
     NumProgramsOp,
     Operation,
@@ -91,6 +92,14 @@ def lower_grid_dim(ctx: Ctx, op: GridDimOp) -> None:
     if not params:
         raise lowering_error("internal error: tc.grid_dim in a kernel that is not persistent", op.loc)
     ctx.values[op.result] = params[op.axis]
+
+
+@lowers("tc.workspace")
+def lower_workspace(ctx: Ctx, op: WorkspaceOp) -> None:
+    params = getattr(ctx, "workspace_params", {})
+    if op.part not in params:
+        raise lowering_error("internal error: tc.workspace in a kernel that is not stream-K", op.loc)
+    ctx.values[op.result] = params[op.part]
 
 
 @lowers("tc.make_range")

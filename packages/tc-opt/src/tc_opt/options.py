@@ -121,6 +121,13 @@ class CompileOptions:
     #: shared memory (TMA multicast): that operand's traffic from L2 is halved
     #: (tc_opt.warp_specialize; the runtime launches an even number of CTAs).
     cluster_multicast: bool = attrs.field(default=False, validator=_check_bool)
+    #: With `persistent` (a plain TMA pipeline: no producer warp, so `warp_specialize` is not
+    #: applied): the last waves of programs are shared by stream-K (tc_opt.stream_k). Every CTA of
+    #: the grid (one per SM) takes whole programs round robin for all waves but the last full one
+    #: and the partial one, then an equal share of the remaining programs' reduction-loop
+    #: iterations; a program cut between CTAs meets its partial sums in a workspace the runtime
+    #: allocates. No SM idles through a partly filled last wave.
+    stream_k: bool = attrs.field(default=False, validator=_check_bool)
     debug: bool = attrs.field(default=False, validator=_check_bool)
     verify: bool = attrs.field(default=True, validator=_check_bool)
     print_after_all: bool = attrs.field(default=False, validator=_check_bool)

@@ -25,6 +25,7 @@ loop, `dot_wait(0)` completes the accumulator.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tc_ir.layouts import Blocked, Shared
 from tc_ir.ops import (
@@ -59,6 +60,9 @@ from .axis_info import AxisAnalysis
 from .dot_layouts import is_wgmma_dot
 from .ir_utils import constant_of, replace_uses, uses
 from .pass_manager import Pass
+
+if TYPE_CHECKING:
+    from .stream_k import StreamK
 
 
 def copy_bytes(load: LoadOp, shared: Shared, axes: AxisAnalysis) -> int:
@@ -363,6 +367,8 @@ class PipelineLoops(Pass):
     """cp.async multi-buffering of the dot-operand loads of loops (num_stages >= 2)."""
 
     name = "pipeline-loops"
+    #: the stream-K plan of the function being pipelined (tc_opt.stream_k), if any
+    _stream_k: StreamK | None = None
 
     def run(self, module: Module) -> None:
         stages = self.options.num_stages
@@ -374,6 +380,7 @@ class PipelineLoops(Pass):
                 continue
             axes = AxisAnalysis(f)
             plain_tma = False
+            self._stream_k = None
             for loop in loops:
                 done = self._pipeline_tma(module, f, loop) if self.options.tma else None
                 if done is None:
@@ -400,6 +407,15 @@ class PipelineLoops(Pass):
             return None
         o = self.options
         handoff = o.producer_warpgroup
+        if o.stream_k and o.persistent:
+            # (stream-K shares programs through the plain pipeline's loop: no producer warp)
+            from .stream_k import plan
+
+            sk = plan(f, loop)
+            if sk is not None:
+                self._stream_k = sk
+                pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps, (sk.k0, sk.k1))
+                return "plain"
         if o.warp_specialize and "producer_warps" not in module.attributes \
                 and can_specialize(f, loop, plans, o.num_warps, handoff):
             persistent = o.persistent and can_persist(f, loop, plans)
@@ -414,13 +430,17 @@ class PipelineLoops(Pass):
         pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps)
         return "plain"
 
-    @staticmethod
-    def _persist(module: Module, f: Function) -> None:
+    def _persist(self, module: Module, f: Function) -> None:
         """A persistent grid without a producer warp (tc_opt.persistent) for a kernel whose TMA
-        pipelines are plain ones."""
+        pipelines are plain ones; by stream-K (tc_opt.stream_k) where that was planned."""
         from .persistent import has_early_return, persist_function
+        from .stream_k import build
 
         if "producer_warps" in module.attributes or has_early_return(f):
             return
-        persist_function(f)
+        if self._stream_k is not None:
+            build(f, self._stream_k)
+            module.attributes["stream_k"] = self._stream_k.partial_bytes
+        else:
+            persist_function(f)
         module.attributes["persistent"] = True

@@ -145,8 +145,12 @@ def read_slot(e: _Emitter, loop: ForOp, plans: list[TmaPlan], bufs: Sequence[Val
         body.remove(p.load)
 
 
-def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int = 4) -> None:
-    """Pipeline `loop` in place with TMA copies for the loads of `plans` (tc_opt.tma.plans_for)."""
+def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int = 4,
+                      k_range: tuple[Value, Value] | None = None) -> None:
+    """Pipeline `loop` in place with TMA copies for the loads of `plans` (tc_opt.tma.plans_for).
+    `k_range` (i32 values defined before the loop): run only its iterations [k0, k1), counted
+    from 0 (a stream-K segment, tc_opt.stream_k); the loop's bounds and the copies' first
+    coordinates move there, and everything else reads the loop's counter as before."""
     parent = loop.parent
     assert parent is not None and stages >= 2
     body = loop.body
@@ -157,11 +161,19 @@ def pipeline_loop_tma(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan
     ivt = args[0].type
     dist = stages - 1
     pre = _Emitter(parent, parent.ops.index(loop))
+    if k_range is not None:
+        k0, k1 = k_range
+        first = pre.binary("add", lb, pre.binary("mul", step, k0))
+        ub = pre.binary("smin", ub, pre.binary("add", lb, pre.binary("mul", step, k1)))
+        lb = first
+        loop.operands = [lb, ub, *loop.operands[2:]]
     bufs = [pre.add(LocalAllocOp.create([], [_buffer_type(p.alloc.result.type, stages)], loc=p.alloc.loc)).result  # type: ignore[arg-type]
             for p in plans]
     bars = pre.add(LocalAllocOp.create([], [TileType((stages,), I64, BARRIER_LAYOUT)], loc=loop.loc)).result
     pre.add(MBarrierInitOp.create([bars], [], {"count": 1}, loc=loop.loc))
     starts, outers = start_coordinates(pre, f, plans)
+    if k_range is not None:
+        starts = [(xy[0], xy[1]) for xy in tile_coordinates(pre, plans, starts, outers, k_range[0])]
 
     def coords(e: _Emitter, n: Value | int) -> list[tuple[Value, ...]]:
         return tile_coordinates(e, plans, starts, outers, n)

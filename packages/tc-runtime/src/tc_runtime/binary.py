@@ -49,6 +49,9 @@ class KernelBinary:
     #: CTAs per cluster (tc_opt's CompileOptions.cluster_multicast: 2): its PTX requires clusters
     #: of that shape, so a persistent launch is a multiple of it (kernel.launch_persistently)
     cluster: int = 1
+    #: A stream-K kernel (tc_opt's CompileOptions.stream_k): the bytes of one partial sum. It
+    #: takes two pointers after the grid's extents, its workspace (kernel.launch_persistently)
+    stream_k: int = 0
     #: The indices of the unsigned integer parameters (Signature checks each value's range);
     #: None for metadata older than the field (either range accepted)
     unsigned_args: tuple[int, ...] | None = None
@@ -71,6 +74,7 @@ class KernelBinary:
             tensor_maps=tuple(dict(m) for m in getattr(ck, "tensor_maps", None) or ()),
             persistent=bool(getattr(ck, "persistent", False)),
             cluster=int(getattr(ck, "cluster", 1) or 1),
+            stream_k=int(getattr(ck, "stream_k", 0) or 0),
             unsigned_args=_opt_indices(getattr(ck, "unsigned_args", None)),
             asm={str(k): str(v) for k, v in asm.items() if isinstance(v, (str, bytes))
                  and not isinstance(v, bytes)},
@@ -86,6 +90,7 @@ class KernelBinary:
             **({"tensor_maps": [dict(m) for m in self.tensor_maps]} if self.tensor_maps else {}),
             **({"persistent": True} if self.persistent else {}),
             **({"cluster": self.cluster} if self.cluster > 1 else {}),
+            **({"stream_k": self.stream_k} if self.stream_k else {}),
             **({"unsigned_args": list(self.unsigned_args)} if self.unsigned_args is not None else {}),
         }
 
@@ -103,6 +108,7 @@ class KernelBinary:
                 tensor_maps=tuple(dict(m) for m in meta.get("tensor_maps", [])),
                 persistent=meta.get("persistent", False) is True,
                 cluster=int(meta.get("cluster", 1)),
+                stream_k=int(meta.get("stream_k", 0)),
                 unsigned_args=_opt_indices(meta.get("unsigned_args")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

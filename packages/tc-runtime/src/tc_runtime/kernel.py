@@ -149,25 +149,60 @@ def persistent_ctas(programs: int, sms: int, cluster: int = 1) -> int:
     return -(-ctas // cluster) * cluster
 
 
-def launch_persistently(v: Variant, ctas: int) -> None:
+#: A stream-K kernel's hidden parameters after the grid's: its workspace (partial sums, flags).
+WORKSPACE_PARAMS = ("tc_partials", "tc_flags")
+
+
+class Workspace:
+    """A stream-K kernel's workspace on one stream (tc_opt.stream_k): a partial sum of
+    `partial_bytes` and an i32 flag for each of up to 2 x `ctas` programs shared by stream-K (a
+    grid of `ctas` CTAs shares fewer than two waves). Allocated and zeroed, in stream order, by
+    the first launch on that stream; the kernel leaves the flags 0, so later launches on the same
+    stream reuse it (launches on one stream never overlap)."""
+
+    def __init__(self, device: driver.Device, ctas: int, partial_bytes: int, stream: int) -> None:
+        slots = 2 * ctas
+        self.partials_bytes = -(-slots * partial_bytes // 256) * 256
+        self.buffer = driver.DeviceBuffer(device, self.partials_bytes + 4 * slots)
+        self.buffer.zero_async(stream)
+        self.partials = self.buffer.ptr
+        self.flags = self.buffer.ptr + self.partials_bytes
+
+
+def launch_persistently(v: Variant, ctas: int, device: driver.Device | None = None) -> None:
     """Make `v` (a persistent kernel) launch at most `ctas` programs (one per SM: its shared memory
     holds a whole pipeline; `persistent_ctas` balances them), which loop over the grid's programs,
-    given to the kernel as three hidden parameters after the caller's arguments. (The launch entry
-    leaves these variants to the general path: fastcall.launch_record.)"""
+    given to the kernel as three hidden parameters after the caller's arguments. A stream-K kernel
+    (binary.stream_k) launches min(programs, ctas) CTAs, which share the last waves, and takes its
+    workspace (one per stream, `Workspace`, on `device`) as two more. (The launch entry leaves
+    these variants to the general path: fastcall.launch_record.)"""
     run, run_normalized = v.run, v.run_normalized
+    partial_bytes = v.binary.stream_k
+    workspaces: dict[int, Workspace] = {}
 
     def programs(gx: int, gy: int, gz: int) -> int:
         total = gx * gy * gz
         if total >= 2**31:
             raise ValueError(f"kernel '{v.binary.name}' is persistent: its {gx}x{gy}x{gz} programs must "
                              f"number fewer than 2**31 (they are counted in 32 bits)")
+        if partial_bytes:
+            return min(total, ctas)
         return persistent_ctas(total, ctas, v.binary.cluster)
 
+    def hidden(gx: int, gy: int, gz: int, stream: int) -> tuple[int, ...]:
+        if not partial_bytes:
+            return (gx, gy, gz)
+        w = workspaces.get(stream)
+        if w is None:
+            assert device is not None, "a stream-K kernel needs its device"
+            w = workspaces[stream] = Workspace(device, ctas, partial_bytes, stream)
+        return (gx, gy, gz, w.partials, w.flags)
+
     def persistent(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
-        run((*args, gx, gy, gz), programs(gx, gy, gz), 1, 1, stream)
+        run((*args, *hidden(gx, gy, gz, stream)), programs(gx, gy, gz), 1, 1, stream)
 
     def persistent_normalized(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
-        run_normalized((*args, gx, gy, gz), programs(gx, gy, gz), 1, 1, stream)
+        run_normalized((*args, *hidden(gx, gy, gz, stream)), programs(gx, gy, gz), 1, 1, stream)
 
     v.run, v.run_normalized = persistent, persistent_normalized
 
@@ -615,12 +650,13 @@ class Kernel(functools.partial[None]):
                                    shared_bytes=binary.shared_bytes)
         opt = Options(config.defines, binary.num_warps, config.num_stages)
         if binary.persistent:  # (the program grid: three i32 after the arguments)
-            sig = Signature(sig.kernel, [*sig.kinds, *("i32",) * 3], [*sig.names, *GRID_PARAMS],
-                            sig.unsigned)
+            work = WORKSPACE_PARAMS if binary.stream_k else ()
+            sig = Signature(sig.kernel, [*sig.kinds, *("i32",) * 3, *("i64",) * len(work)],
+                            [*sig.names, *GRID_PARAMS, *work], sig.unsigned)
         packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init())
         v = Variant(binary, function, packer, opt, config, index, spec)
         if binary.persistent:
-            launch_persistently(v, self._device.sm_count)
+            launch_persistently(v, self._device.sm_count, self._device)
         return v
 
     def _binary(self, index: int, spec: tuple[str | None, ...]) -> KernelBinary:
