@@ -1221,7 +1221,7 @@ def test_persistent_configuration_without_a_producer_warp(fake: FakeCuda) -> Non
 def test_stream_k_configuration_launches_every_sm_with_its_workspace(fake: FakeCuda) -> None:
     """options={"persistent": True, "stream_k": True}: one CTA per SM (132 for 512 programs: the
     last waves are shared, not balanced away on 128), the grid's extents and then the workspace
-    (partial sums of 128x256 floats and i32 flags for 2 x 132 programs, zeroed) as two u64 before
+    (partial sums of 128x256 floats and i32 flags for 132 programs, zeroed) as two u64 before
     the tensor maps; the workspace is allocated once per stream."""
     seen: list[tuple[tuple[int, ...], int, int]] = []
 
@@ -1238,9 +1238,9 @@ def test_stream_k_configuration_launches_every_sm_with_its_workspace(fake: FakeC
     assert fake.calls[-1][:4] == ("launch", "dot", (132, 1, 1), 8 * 32)
     ints, partials, flags = seen[-1]
     assert ints == (4096, 4096, 64, 64, 64, 64, 512, 1, 1)
-    assert flags - partials == 2 * 132 * 128 * 256 * 4
+    assert flags - partials == 132 * 128 * 256 * 4
     size, _, buf = fake.allocations[partials]
-    assert size == flags - partials + 4 * 2 * 132 and not buf.any()
+    assert size == flags - partials + 4 * 132 and not buf.any()
     assert len(fake.allocations) == allocs + 4  # (the workspace, and the three operands)
     a = fake.alloc(4096)
     k(a.ctypes.data, a.ctypes.data, a.ctypes.data, 4096, 4096, 64, 64, 64, 64,

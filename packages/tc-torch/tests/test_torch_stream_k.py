@@ -15,11 +15,12 @@ STREAM_K_CONFIGS = {
     torch.float16: [mm._cfg(128, 256, 64, 8, 4, persistent=True, stream_k=True)],
 }
 
-#: (batches, M, N, K): with 132 SMs, 256 programs of 256x128 (one whole wave and a partial one:
-#: everything shared), 297 (two waves whole, 165 programs shared), K of 2 k-steps (segments of
-#: one or two iterations), a batch whose programs straddle the two matrices, K = 0 (nothing
-#: shared: zeros), and fewer programs than SMs (plain persistent).
-CASES = [(1, 4096, 2048, 1000), (1, 2176, 4224, 3000), (1, 4096, 2048, 40), (2, 1000, 4100, 520),
+#: (batches, M, N, K), for 132 SMs and 256x128 programs (128x256: the same counts): 256 programs
+#: (124 shared by stream-K), 297 (33 shared, each cut between four CTAs: chains of partial sums;
+#: fp16's 289 programs leave 25, too few to share), K of 2 k-steps (segments of one or two
+#: iterations), 2 batches of 96 programs (60 shared, straddling the two matrices), K = 0 (nothing
+#: shared: zeros), fewer programs than SMs (plain persistent).
+CASES = [(1, 4096, 2048, 1000), (1, 2176, 4224, 3000), (1, 4096, 2048, 40), (2, 1000, 3000, 520),
          (1, 2048, 4096, 0), (1, 512, 512, 300)]
 
 

@@ -122,11 +122,12 @@ class CompileOptions:
     #: (tc_opt.warp_specialize; the runtime launches an even number of CTAs).
     cluster_multicast: bool = attrs.field(default=False, validator=_check_bool)
     #: With `persistent` (a plain TMA pipeline: no producer warp, so `warp_specialize` is not
-    #: applied): the last waves of programs are shared by stream-K (tc_opt.stream_k). Every CTA of
-    #: the grid (one per SM) takes whole programs round robin for all waves but the last full one
-    #: and the partial one, then an equal share of the remaining programs' reduction-loop
-    #: iterations; a program cut between CTAs meets its partial sums in a workspace the runtime
-    #: allocates. No SM idles through a partly filled last wave.
+    #: applied): the last wave of programs is shared by stream-K (tc_opt.stream_k). Every CTA of
+    #: the grid (one per SM) takes whole programs round robin for the full waves, then an equal
+    #: share of the last wave's reduction-loop iterations (when that wave is at least a quarter
+    #: full); a program cut between CTAs meets its partial sums in a workspace the runtime
+    #: allocates. No SM idles through a partly filled last wave. Measured not faster than the
+    #: plain persistent kernel for tf32 on an H100 (BENCHMARKS.md): an option to try, not a default.
     stream_k: bool = attrs.field(default=False, validator=_check_bool)
     debug: bool = attrs.field(default=False, validator=_check_bool)
     verify: bool = attrs.field(default=True, validator=_check_bool)

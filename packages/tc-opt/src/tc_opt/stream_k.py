@@ -10,14 +10,15 @@ persistent loop over the programs is then built here instead of by tc_opt.persis
 
 The grid's P CTAs (one per SM: the runtime launches min(programs, SMs)) work as follows, T
 programs in all, Q = T / P, R = T % P:
-- when R = 0, Q = 0 (fewer programs than SMs) or iters = 0, as a plain persistent kernel: whole
-  programs cta, cta + P, ...;
-- else whole programs round robin for the first (Q - 1) * P programs (none when Q = 1), then the
-  (T - whole) * iters iterations of the rest, numbered program by program, split in P equal
+- when 4 R < P (no remainder, or a last wave less than a quarter full: each shared program would
+  be cut between more than four CTAs, a chain of partial sums), Q = 0 (fewer programs than SMs)
+  or iters = 0, as a plain persistent kernel: whole programs cta, cta + P, ...;
+- else whole programs round robin for the first Q * P programs, then the R * iters iterations of
+  the rest (the last wave), numbered program by program, split in P equal
   contiguous ranges [start, end): CTA c takes range c, one segment [k0, k1) of a program at a time,
   from the range's end. A program cut between CTAs has a slot in the workspace (its index among
-  the shared programs: 2 x P slots suffice) and an i32 flag saying up to which iteration the
-  slot's sum goes:
+  the shared programs, fewer than P) and an i32 flag saying up to which iteration the slot's sum
+  goes:
   - its first iterations close the range of an earlier CTA, which runs them first and passes the
     partial sum on: it stores the accumulator into the slot and sets the flag to k1 (atomic
     exchange after a fence: release);
@@ -33,6 +34,13 @@ The loop's iterations [k0, k1) of a segment: tc_opt.pipeline_tma moves the loop'
 copies' first coordinates (`k_range`). Before pipelining, `plan` puts placeholders (tc.undef) for
 k0, k1, iters and the program's slot at the top of the kernel; after it, `build` inserts the
 exchange of partial sums before the epilogue and the loop over the work items that replaces them.
+
+Measured (H100, tf32 256x128x32 C = A B, BENCHMARKS.md, twenty-ninth session): not faster than the
+plain persistent kernel, so an option the tuner does not try. Sharing a full wave and the partial
+one (Q - 1 waves whole, as kernels/matmul_streamk.tc does) cost 20% at 4096^3: the CTAs' segments
+start at different k, so the operand panels' k-slices are no longer read by every CTA at once and
+L2 hits fall (85% -> 65%, DRAM reads 268 -> 751 MB). Sharing the last wave only: 4096^3 0.92-0.94x
+cuBLAS against 0.97 plain (L2 hits 81%, DRAM 318 MB), 8192^3 within the noise of plain.
 """
 
 from __future__ import annotations
@@ -262,9 +270,10 @@ def build(f: Function, sk: StreamK) -> None:
     iters = e.binary("sdiv", e.binary("add", span, e.binary("sub", st, one)), st)
     q = e.binary("udiv", count, ctas)
     r = e.binary("sub", count, e.binary("mul", q, ctas))
-    shared = e.binary("and", e.binary("and", e.cmp("ne", r, zero), e.cmp("sgt", q, zero)), e.cmp("sgt", iters, zero))
-    lead = e.select(e.cmp("sge", q, e.const(I32, 2)), e.binary("mul", e.binary("sub", q, one), ctas), zero)
-    whole = e.select(shared, lead, count)
+    # (the last wave filled by a quarter at least: shorter chains of partial sums, see the doc)
+    quarter = e.cmp("sge", e.binary("mul", r, e.const(I32, 4)), ctas)
+    shared = e.binary("and", e.binary("and", quarter, e.cmp("sgt", q, zero)), e.cmp("sgt", iters, zero))
+    whole = e.select(shared, e.binary("mul", q, ctas), count)
     # whole programs of this CTA: cta, cta + ctas, ... below `whole`
     n_whole = e.binary("sdiv", e.binary("add", e.binary("sub", whole, cta), e.binary("sub", ctas, one)), ctas)
     # its range of the remaining programs' iterations (64-bit products)

@@ -155,13 +155,13 @@ WORKSPACE_PARAMS = ("tc_partials", "tc_flags")
 
 class Workspace:
     """A stream-K kernel's workspace on one stream (tc_opt.stream_k): a partial sum of
-    `partial_bytes` and an i32 flag for each of up to 2 x `ctas` programs shared by stream-K (a
-    grid of `ctas` CTAs shares fewer than two waves). Allocated and zeroed, in stream order, by
-    the first launch on that stream; the kernel leaves the flags 0, so later launches on the same
-    stream reuse it (launches on one stream never overlap)."""
+    `partial_bytes` and an i32 flag for each of up to `ctas` programs shared by stream-K (a grid
+    of `ctas` CTAs shares its last wave, fewer programs than CTAs). Allocated and zeroed, in
+    stream order, by the first launch on that stream; the kernel leaves the flags 0, so later
+    launches on the same stream reuse it (launches on one stream never overlap)."""
 
     def __init__(self, device: driver.Device, ctas: int, partial_bytes: int, stream: int) -> None:
-        slots = 2 * ctas
+        slots = ctas
         self.partials_bytes = -(-slots * partial_bytes // 256) * 256
         self.buffer = driver.DeviceBuffer(device, self.partials_bytes + 4 * slots)
         self.buffer.zero_async(stream)

@@ -1,0 +1,101 @@
+"""The tcc command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tc_nvptx.cli import main
+
+ADD = """
+__global__ void add(TYPE* z, TYPE* x, TYPE* y, int N) {
+  int pid = get_program_id(0);
+  int off[BLOCK] = pid * BLOCK + 0 ... BLOCK;
+  bool check[BLOCK] = off < N;
+  *?(check)(z + off) = *?(check)(x + off) + *?(check)(y + off);
+}
+"""
+
+
+@pytest.fixture()
+def add_file(tmp_path: Path) -> Path:
+    p = tmp_path / "add.tc"
+    p.write_text(ADD)
+    return p
+
+
+@pytest.mark.parametrize("emit,needle", [("ir", "tc.load"), ("ir-gpu", "#blocked"), ("llvm", "ptx_kernel"), ("ptx", ".entry add")])
+def test_emit_stages(add_file: Path, emit: str, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", f"--emit={emit}"])
+    assert rc == 0
+    assert needle in capsys.readouterr().out
+
+
+def test_cubin_to_file(add_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "add.cubin"
+    rc = main([str(add_file), "-D", "TYPE=half", "-D", "BLOCK=512", "--emit=cubin", "--arch=sm_80", "-o", str(out)])
+    assert rc == 0 and out.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_after_pass_and_num_warps(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", "--num-warps", "8", "--after=assign-layouts"])
+    assert rc == 0
+    assert "wpc=[8]" in capsys.readouterr().out
+
+
+def test_unknown_pass(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", "--after=nope"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "no pass named 'nope'" in err
+    assert "canonicalize" in err and "pipeline-loops" in err and "allocate-shared" in err
+
+
+def test_user_error_is_a_diagnostic_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tc"
+    bad.write_text("__global__ void k(float* x) {\n  int a[4] = 0 ... 8;\n}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tc_nvptx.cli", str(bad), "--emit=ptx"], capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert "bad.tc:" in proc.stderr and "error" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["/nonexistent/x.tc"]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_code_generator_errors_quote_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An error of the code generator (here: a pointer loaded from memory) prints the user's line
+    and a caret under tcc too, as the front end's errors do."""
+    bad = tmp_path / "pp.tc"
+    bad.write_text("__global__ void k(int** x, int* o) {\n  int* y = *x;\n  *o = *y + 1;\n}\n")
+    assert main([str(bad), "--emit=ptx"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(err) if "pp.tc:2:" in line and "E0690" in line)
+    assert err[at + 1].strip() == "int* y = *x;" and err[at + 2].strip().startswith("^")
+
+
+def test_a_file_that_is_not_utf8_is_a_located_diagnostic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tcc read the file as text: a Latin-1 byte in a comment was a UnicodeDecodeError traceback;
+    the front end now reads the bytes and says where (E0102), as tc-lint does."""
+    bad = tmp_path / "latin1.tc"
+    bad.write_bytes(b"__global__ void k(float* x) {\n  *x = 1.0f; // caf\xe9\n}\n")
+    assert main([str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}:2:20: error[E0102]: source is not valid UTF-8 (byte 0xe9)")
+    assert "Traceback" not in err
+
+
+def test_an_output_that_cannot_be_written_is_a_plain_error(add_file: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """-o into a missing folder (or onto a directory) was reported as an internal compiler error."""
+    defines = ["-D", "TYPE=float", "-D", "BLOCK=128"]
+    missing = tmp_path / "no" / "such" / "dir" / "add.ptx"
+    assert main([str(add_file), *defines, "-o", str(missing)]) == 1
+    assert capsys.readouterr().err == f"tcc: error: cannot write {missing}: No such file or directory\n"
+    assert main([str(add_file), *defines, "--emit=cubin", "-o", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"tcc: error: cannot write {tmp_path}: Is a directory\n"

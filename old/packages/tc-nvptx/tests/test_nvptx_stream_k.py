@@ -1,0 +1,67 @@
+"""Stream-K (CompileOptions.stream_k, tc_opt.stream_k) without a GPU: which kernels qualify, the
+workspace parameters after the grid's, the exchange of partial sums (a spin on the flag, the
+partial read back into the accumulator, the pass-on store and flag) and the metadata the runtime
+reads. The products themselves: tc-torch's test_torch_stream_k.py on a GPU."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from tc_nvptx.compiler import CompiledKernel, compile
+from tc_opt import CompileOptions
+
+KERNELS = Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels"
+SPEC = ("16", "16", "16", None, None, None, "16", "16", "16")
+
+#: A store before the reduction loop: a program shared by stream-K would run it once per segment.
+STORE_FIRST = (KERNELS / "matmul_tutorial.tc").read_text().replace(
+    "// reduction loop", "*C = (TYPE)0;\n// reduction loop")
+
+
+def _compile(stream_k: bool, source: str | None = None) -> CompiledKernel:
+    return compile(source or (KERNELS / "matmul_tutorial.tc").read_text(),
+                   defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 64},
+                   options=CompileOptions(arch="sm_90a", num_warps=8, num_stages=3, specialization=SPEC,
+                                          persistent=True, stream_k=stream_k),
+                   assemble_cubin=False)
+
+
+def test_stream_k_kernel_takes_its_workspace_after_the_grid() -> None:
+    k = _compile(True)
+    assert k.persistent and k.stream_k == 128 * 256 * 4  # one float accumulator tile per partial sum
+    assert k.to_json()["stream_k"] == k.stream_k and CompiledKernel.from_json(k.to_json()).stream_k == k.stream_k
+    # the nine arguments, the grid's extents (3 x u32), the workspace (2 x u64), the tensor maps
+    params = re.findall(r"\.param (\.u32|\.u64|\.align 64 \.b8)", k.ptx.split(")", 1)[0])
+    assert params == [".u64"] * 3 + [".u32"] * 9 + [".u64"] * 2 + [".align 64 .b8"] * 2, params
+    plain = re.findall(r"\.param (\.u32|\.u64|\.align 64 \.b8)", _compile(False).ptx.split(")", 1)[0])
+    assert plain == params[:12] + params[14:]
+
+
+def test_stream_k_exchanges_partial_sums() -> None:
+    k = _compile(True)
+    ir = k.asm["ir-gpu"]
+    assert 'tc.workspace {part = "partials"}' in ir and 'tc.workspace {part = "flags"}' in ir
+    assert "tc.while" in ir  # the spin on the flag
+    # one compare-and-swap (the wait, acquire) and one exchange (the pass-on, released by fences)
+    assert len(re.findall(r"atom\.acq_rel\.\w+\.global\.cas\.b32", k.ptx)) == 1
+    assert len(re.findall(r"atom\.global\.exch\.b32", k.ptx)) == 1
+    # the partial is read back added as it arrives (tc_nvptx.lower_memory._load_and_add)
+    assert re.search(r"ld\.global(\.v\d)?\.f32 %tc_t0, ", k.ptx) or "ld.global.v2.f32 {%tc_t0" in k.ptx
+
+
+def test_plain_persistent_kernel_has_no_workspace() -> None:
+    k = _compile(False)
+    assert k.persistent and k.stream_k == 0 and "stream_k" not in k.to_json()
+    assert "atom." not in k.ptx and "tc.workspace" not in k.asm["ir-gpu"]
+
+
+def test_kernel_with_a_store_before_its_loop_is_not_shared() -> None:
+    k = _compile(True, STORE_FIRST)
+    assert k.persistent and k.stream_k == 0 and "tc.workspace" not in k.asm["ir-gpu"]
+
+
+def test_stream_k_option_is_checked() -> None:
+    with pytest.raises(TypeError, match="stream_k"):
+        CompileOptions(stream_k="yes")  # type: ignore[arg-type]

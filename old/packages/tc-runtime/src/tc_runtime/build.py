@@ -1,0 +1,92 @@
+"""Compiling through the disk cache, without a device: what a kernel object does for each
+(configuration, specialization), also usable ahead of time (`tc_runtime.build`).
+
+Concurrent processes compiling the same kernel each compile and publish their entry atomically;
+the first one published wins and the others keep it (see `cache.KernelCache.put`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from . import compiler, knobs
+from .binary import KernelBinary
+from .cache import KernelCache, cache_key
+from .options import (check_name_and_filename, check_num_stages, check_num_warps, compile_options,
+                      normalize_defines)
+
+#: Bump when the layout of cache records written by the runtime changes.
+RECORD_VERSION = 2
+
+
+def base_key(source_for_key: str, filename: str, name: str | None,
+             defines: Mapping[str, str], options: Mapping[str, object] | None = None
+             ) -> dict[str, Any]:
+    """The cache-key components shared by everything compiled from one source, defines and
+    compiler options (see `options.compile_options`)."""
+    key: dict[str, Any] = {"source": source_for_key, "filename": filename, "kernel": name,
+                           "defines": sorted(defines.items()), "toolchain": compiler.fingerprint(),
+                           "record": RECORD_VERSION}
+    if options:
+        key["options"] = sorted(options.items())
+    return key
+
+
+def kernel_key(base: Mapping[str, Any], arch: str, num_warps: int, num_stages: int,
+               spec: Sequence[str | None]) -> str:
+    return cache_key({**base, "what": "kernel", "arch": arch, "num_warps": num_warps,
+                      "num_stages": num_stages, "specialization": list(spec)})
+
+
+def compile_cached(source: str, *, filename: str, name: str | None, defines: Mapping[str, str],
+                   arch: str, num_warps: int, num_stages: int, spec: Sequence[str | None],
+                   base: Mapping[str, Any] | None = None,
+                   options: Mapping[str, object] | None = None) -> KernelBinary:
+    """The compiled kernel from the disk cache, or compiled now and stored. `options` are the
+    extra compiler options (`options.compile_options`); `base`, when given, must include them."""
+    if base is None:
+        base = base_key(compiler.cache_source(source, defines, filename), filename, name, defines,
+                        options)
+    cache = None if knobs.disable_cache() else KernelCache()
+    key = kernel_key(base, arch, num_warps, num_stages, spec)
+    if cache is not None and not knobs.always_compile():
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    binary = compiler.compile_source(source, defines=defines, kernel=name, arch=arch,
+                                     num_warps=num_warps, num_stages=num_stages,
+                                     specialization=tuple(spec), filename=filename,
+                                     options=options)
+    if cache is not None:
+        cache.put(key, binary)
+    return binary
+
+
+def build(source: str, *, arch: str = "sm_90", defines: Mapping[str, object] | None = None,
+          num_warps: int = 4, num_stages: int = 3, name: str | None = None,
+          specialization: Sequence[str | None] | None = None,
+          filename: str = "<source>", fp32_dot: str = "ieee",
+          precise_math: bool = False, tma: bool = True,
+          tma_store: bool = False) -> KernelBinary:
+    """Compile one kernel ahead of time (through the disk cache) for `arch`; no GPU needed.
+    `specialization` holds one entry per argument ("divisible_by_16", "equal_to_1" or None);
+    by default nothing is assumed. Save it with `tc_runtime.save` and launch it anywhere with
+    `tc_runtime.load`. `fp32_dot`, `precise_math`, `tma` and `tma_store` as for `tc_runtime.kernel`."""
+    options = compile_options(fp32_dot, precise_math, tma, tma_store)
+    check_name_and_filename(name, filename)
+    fixed, axes = normalize_defines(defines)
+    if axes:
+        raise ValueError(f"build compiles one configuration; give single values for "
+                         f"{', '.join(sorted(axes))}")
+    if specialization is not None and (isinstance(specialization, (str, bytes))
+                                       or not isinstance(specialization, Iterable)):
+        raise TypeError(f"specialization must be a sequence with one entry per kernel argument "
+                        f"('divisible_by_16', 'equal_to_1' or None), got {specialization!r}")
+    spec = tuple(specialization) if specialization is not None else ()
+    if specialization is None:  # (a wrong length never hits the cache: the compiler refuses it)
+        sig_fn = compiler.lower_source(source, defines=fixed, kernel=name, filename=filename)
+        spec = (None,) * len(sig_fn.args)
+    return compile_cached(source, filename=filename, name=name, defines=fixed, arch=arch,
+                          num_warps=check_num_warps(num_warps),
+                          num_stages=check_num_stages(num_stages), spec=spec, options=options)

@@ -1,0 +1,1 @@
+"""The tc_torch operations, one module each."""

@@ -1,0 +1,592 @@
+"""tc_torch.matmul on the interpreter: the four transposition variants, batches, gradients."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import torch
+from torch.autograd import gradcheck
+
+import tc_runtime
+import tc_torch
+from tc_torch import library
+from tc_torch.ops import matmul as mm
+from tc_torch.ops.matmul import _layout
+
+TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 0.2, torch.float64: 1e-10}
+
+
+def _operand(rows: int, cols: int, transposed: bool, dtype: torch.dtype) -> torch.Tensor:
+    if transposed:  # column-major: the transposed variant reads it without a copy
+        return torch.randn(cols, rows, dtype=dtype).t()
+    return torch.randn(rows, cols, dtype=dtype)
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_variants(ta: bool, tb: bool) -> None:
+    torch.manual_seed(1)
+    a = _operand(64, 48, ta, torch.float32)
+    b = _operand(48, 80, tb, torch.float32)
+    assert _layout(a)[1] == ta and _layout(b)[1] == tb
+    c = tc_torch.matmul(a, b)
+    assert c.shape == (64, 80) and c.is_contiguous()
+    assert (c - a @ b).abs().max().item() < TOL[torch.float32]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_matmul_dtypes_and_ragged_shapes(dtype: torch.dtype) -> None:
+    a = torch.randn(37, 21, dtype=dtype)
+    b = torch.randn(21, 45, dtype=dtype)
+    c = tc_torch.matmul(a, b)
+    assert c.dtype == dtype
+    ref = a.double() @ b.double()
+    assert (c.double() - ref).abs().max().item() < TOL[dtype] * max(1.0, ref.abs().max().item())
+
+
+def test_matmul_batched_and_broadcast() -> None:
+    a = torch.randn(3, 10, 7)
+    b = torch.randn(3, 7, 9)
+    assert torch.allclose(tc_torch.matmul(a, b), a @ b, atol=1e-5)
+    b2 = torch.randn(7, 9)
+    assert torch.allclose(tc_torch.matmul(a, b2), a @ b2, atol=1e-5)
+    a1 = torch.randn(1, 10, 7)
+    assert torch.allclose(tc_torch.matmul(a1, b), a1 @ b, atol=1e-5)
+    at = torch.randn(3, 7, 10).transpose(1, 2)  # batched transposed variant
+    assert torch.allclose(tc_torch.matmul(at, b), at @ b, atol=1e-5)
+
+
+def test_matmul_gradcheck_float64() -> None:
+    a = torch.randn(6, 5, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(5, 7, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(tc_torch.matmul, (a, b))
+    a3 = torch.randn(2, 4, 5, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(tc_torch.matmul, (a3, b))  # b broadcast over the batch
+    b3 = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(tc_torch.matmul, (a, b3))  # a broadcast over the batch
+
+
+def test_matmul_degenerate_shapes() -> None:
+    assert tc_torch.matmul(torch.randn(0, 4), torch.randn(4, 3)).shape == (0, 3)
+    c = tc_torch.matmul(torch.randn(2, 0), torch.randn(0, 3))
+    assert torch.equal(c, torch.zeros(2, 3))
+    a, b = torch.randn(1, 5), torch.randn(5, 1)
+    assert torch.allclose(tc_torch.matmul(a, b), a @ b, atol=1e-5)
+
+
+def test_matmul_refusals() -> None:
+    with pytest.raises(ValueError, match="incompatible dimensions"):
+        tc_torch.matmul(torch.randn(3, 4), torch.randn(5, 6))
+    with pytest.raises(TypeError, match="different dtypes"):
+        tc_torch.matmul(torch.randn(3, 4), torch.randn(4, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="2-D matrices or 3-D"):
+        tc_torch.matmul(torch.randn(4), torch.randn(4, 2))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        tc_torch.matmul(torch.randn(2, 3, 4), torch.randn(3, 4, 2))
+    with pytest.raises(ValueError, match="precision must be"):
+        tc_torch.matmul(torch.randn(3, 4), torch.randn(4, 2), precision="fast")
+    with pytest.raises(ValueError, match="tf32' applies to float32"):
+        tc_torch.matmul(torch.randn(3, 4, dtype=torch.float64), torch.randn(4, 2,
+                        dtype=torch.float64), precision="tf32")
+
+
+def test_matmul_tf32_on_the_interpreter_is_exact_and_differentiable() -> None:
+    # the interpreter computes float32 products exactly, tf32 or not; the option must still
+    # reach a kernel of its own (not the ieee one) and the backward
+    a = torch.randn(9, 7, requires_grad=True)
+    b = torch.randn(7, 5, requires_grad=True)
+    c = tc_torch.matmul(a, b, precision="tf32")
+    torch.testing.assert_close(c, a @ b, atol=1e-5, rtol=1e-5)
+    loss: Any = c.sum()
+    loss.backward()
+    assert a.grad is not None and b.grad is not None
+    torch.testing.assert_close(a.grad, torch.ones(9, 5) @ b.detach().t(), atol=1e-5, rtol=1e-5)
+    from tc_torch.ops.matmul import kernel_for
+
+    dev = torch.device("cpu")
+    assert kernel_for(torch.float32, False, False, dev, precision="tf32").compile_options == {
+        "fp32_dot": "tf32"}
+    assert kernel_for(torch.float32, False, False, dev).compile_options == {}
+
+
+def test_matmul_expanded_operands_read_in_place() -> None:
+    row = torch.randn(1, 6)
+    a = row.expand(5, 6)  # row stride 0: every row of A is the same memory
+    b = torch.randn(6, 1).expand(6, 4)  # column stride 0
+    torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("plan", ["a", "b", "none"])
+def test_matmul_copies_an_operand_k_contiguous_first(plan: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A^T B with both operands MN-contiguous: the plan copies A (row-major) or B (column-major)
+    # with tc's transpose kernel and runs the other variant; the product is the same
+    from tc_torch.ops import transpose as tr
+
+    copies: list[tuple[int, ...]] = []
+    real = tr.transpose_out
+
+    def recorded(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        copies.append(tuple(x.shape))
+        return real(y, x)
+
+    monkeypatch.setattr(tr, "transpose_out", recorded)
+    torch.manual_seed(5)
+    a = torch.randn(19, 23).t()  # (23, 19), M-contiguous
+    b = torch.randn(19, 29)  # N-contiguous
+    c = torch.empty(1, 23, 29)
+    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), transpose_first=plan)
+    torch.testing.assert_close(c[0], a @ b, atol=1e-5, rtol=1e-5)
+    assert copies == {"a": [(19, 23)], "b": [(19, 29)], "none": []}[plan]
+
+
+def test_matmul_transpose_first_choice_and_refusal() -> None:
+    big = mm.TRANSPOSE_FIRST_MIN
+    k = int(mm.TRANSPOSE_FIRST_MIN_FLOPS / (2 * big * big)) + 1  # (just enough flops at big^2)
+    # only A^T B (A M-contiguous, B N-contiguous) is copied; the smaller operand, A on a tie
+    assert mm.pick_transpose_first(big, big, k, True, False) == "a"
+    assert mm.pick_transpose_first(2 * big, big, k, True, False) == "b"  # B is the smaller
+    assert mm.pick_transpose_first(big, 2 * big, k, True, False) == "a"
+    # ... when the other operand's free dimension pays for the copy
+    assert mm.pick_transpose_first(big - 1, big - 1, 2 * k, True, False) == "none"
+    assert mm.pick_transpose_first(big - 1, big // 2, 4 * k, True, False) == "none"
+    # ... and the product is large enough
+    assert mm.pick_transpose_first(big, big, k - 2, True, False) == "none"
+    for ta, tb in ((False, False), (False, True), (True, True)):
+        assert mm.pick_transpose_first(4 * big, 4 * big, 4 * big, ta, tb) == "none"
+    c = torch.empty(1, 2, 2)
+    with pytest.raises(ValueError, match="transpose_first must be one of"):
+        mm.matmul_out(c, torch.randn(1, 2, 3), torch.randn(1, 3, 2), transpose_first="yes")
+    # a batched operand (its own matrix per batch) is read in place whatever the plan says
+    a = torch.randn(2, 5, 4).transpose(1, 2)
+    b = torch.randn(2, 5, 3)
+    c = torch.empty(2, 4, 3)
+    mm.matmul_out(c, a, b, transpose_first="a")
+    torch.testing.assert_close(c, a @ b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_batched_variants(ta: bool, tb: bool) -> None:
+    """The four variants on batches (each matrix column-major inside a contiguous batch)."""
+    torch.manual_seed(4)
+    a = torch.randn(3, 9, 20).transpose(1, 2) if ta else torch.randn(3, 20, 9)
+    b = torch.randn(3, 11, 9).transpose(1, 2) if tb else torch.randn(3, 9, 11)
+    assert _layout(a)[1] == ta and _layout(b)[1] == tb
+    torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)
+
+
+def test_matmul_other_layouts_are_copied() -> None:
+    a = torch.randn(20, 30)[:, ::2]  # neither dimension unit-stride: copied, then variant "a"
+    b = torch.randn(3, 15, 7)[:, :, :5]  # a batch of row-major slices, row stride 7 passed as is
+    assert _layout(a)[0].is_contiguous() and not _layout(b)[1] and _layout(b)[2] == 7
+    torch.testing.assert_close(tc_torch.matmul(a, b), a @ b, atol=1e-5, rtol=1e-5)
+
+
+def test_matmul_gradcheck_transposed_variants() -> None:
+    a = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: tc_torch.matmul(a.t(), b.t()), (a, b))
+    a3 = torch.randn(2, 5, 6, dtype=torch.float64, requires_grad=True)
+    b3 = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: tc_torch.matmul(a.transpose(1, 2), b), (a3, b3))
+
+
+def test_matmul_grouped_ordering_over_several_groups() -> None:
+    """More than GROUP_SIZE rows of tiles and a partial last group: every tile written once."""
+    m = 10 * 32 + 5  # 11 row tiles of 32 (CPU_CONFIG): a group of 8 and a partial group of 3
+    assert int(mm.CPU_CONFIG.defines["MB"]) == 32
+    a = torch.randint(-3, 4, (m, 24)).double()
+    b = torch.randint(-3, 4, (24, 70)).double()  # 3 column tiles
+    assert torch.equal(tc_torch.matmul(a, b), a @ b)
+
+
+def test_matmul_is_auto_tuned_per_shape(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """With several configurations the runtime tunes once per (M, N, K) (on the interpreter it
+    checks that they agree and keeps the first), and the result is right for each shape."""
+    cfgs = [mm._cfg(32, 32, 16, 4, 1), mm._cfg(16, 64, 8, 2, 1)]
+    monkeypatch.setattr(mm, "configs_for", lambda dtype, device, precision="ieee", trans_b=False: cfgs)
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    for m, n, k in ((40, 24, 20), (40, 24, 20), (17, 70, 33)):
+        a = torch.randint(-3, 4, (m, k)).float()
+        b = torch.randint(-3, 4, (k, n)).float()
+        assert torch.equal(tc_torch.matmul(a, b), a @ b)
+    err = capsys.readouterr().err
+    assert err.count("kernel 'matmul' (M=40, N=24, K=20): using") == 1
+    assert err.count("kernel 'matmul' (M=17, N=70, K=33): using") == 1
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of every tc.kernel call tc_torch's library makes (recorded, not
+    called: GPU kernels' configurations checked without a GPU)."""
+    calls: list[dict[str, Any]] = []
+
+    def fake_kernel(*args: object, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return object()
+
+    monkeypatch.setattr(library, "_kernels", {})
+    monkeypatch.setattr(tc_runtime, "kernel", fake_kernel)  # what library calls
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_matmul_gpu_kernels_are_tuned_on_m_n_k(dtype: torch.dtype,
+                                              kernel_calls: list[dict[str, Any]]) -> None:
+    """On a CUDA device the kernel gets the dtype's configuration list and the key (M, N, K)
+    (checked without a GPU: tc.kernel is recorded, not called)."""
+    mm.kernel_for(dtype, True, False, torch.device("cuda", 0))
+    (kw,) = kernel_calls
+    assert kw["autotune_key"] == ["M", "N", "K"]
+    expected = mm.FMA_CONFIGS if dtype == torch.float32 else mm.TENSOR_CORE_CONFIGS
+    assert kw["autotune_configs"] == expected and len(expected) > 1
+    assert kw["defines"]["USE_A"] == "^a" and kw["defines"]["USE_B"] == "b"
+
+
+def _tf32_shared_bytes(c: Any, restaged: bool) -> int:
+    mb, nb, kb = (int(c.defines[d]) for d in ("MB", "NB", "KB"))
+    return int((c.num_stages * (mb + nb) + (2 * nb if restaged else 0)) * kb * 4)
+
+
+def test_matmul_tf32_kernels_tune_over_the_tf32_tiles(kernel_calls: list[dict[str, Any]]) -> None:
+    mm.kernel_for(torch.float32, False, False, torch.device("cuda", 0), precision="tf32")
+    mm.kernel_for(torch.float32, False, True, torch.device("cuda", 0), precision="tf32")
+    n_major_b, k_major_b = kernel_calls
+    assert n_major_b["autotune_configs"] == mm.TF32_CONFIGS and n_major_b["fp32_dot"] == "tf32"
+    assert k_major_b["autotune_configs"] == mm.TF32_K_MAJOR_B_CONFIGS
+    # every tile fits the shared memory of an sm_90 program (227 KiB) with its stages and, where
+    # B is N-contiguous, the two buffers B is restaged K-major into (tc_opt.k_major_operands)
+    for c in mm.TF32_CONFIGS:
+        assert _tf32_shared_bytes(c, restaged=True) <= 227 * 1024 - 1024
+    extra = [c for c in mm.TF32_K_MAJOR_B_CONFIGS if c not in mm.TF32_CONFIGS]
+    assert extra and all(_tf32_shared_bytes(c, restaged=False) <= 227 * 1024 - 1024 for c in extra)
+    assert not all(_tf32_shared_bytes(c, restaged=True) <= 227 * 1024 - 1024 for c in extra)
+
+
+def test_matmul_one_configuration_keeps_its_schedule_options(kernel_calls: list[dict[str, Any]]) -> None:
+    # matmul_out(..., configs=[one]) builds that configuration alone; a persistent bulk-store
+    # schedule lives in the config's options, which the single-kernel route used to drop
+    persistent = mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT)
+    plain = mm._cfg(128, 256, 64, 8, 3)
+    mm.kernel_for(torch.float16, False, False, torch.device("cuda", 0), configs=[persistent])
+    mm.kernel_for(torch.float16, False, False, torch.device("cuda", 0), configs=[plain])
+    with_options, without = kernel_calls
+    assert with_options["autotune_configs"] == [persistent]
+    assert with_options["autotune_configs"][0].options == {"persistent": True, "tma_store": True,
+                                                           "warp_specialize": True}
+    assert without["autotune_configs"] is None and without["defines"]["MB"] == "128"
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_kernel_copies_operands_asynchronously_without_spills(ta: bool, tb: bool) -> None:
+    # the GPU code of the op's kernel, for its largest tensor-core tile: every operand load a
+    # 16-byte cp.async (operands masked, not wrapped with % M / % N, keep their contiguity) and no
+    # local-memory spills (ptxas -v)
+    import shutil
+
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], "MB": 128,
+               "NB": 256, "KB": 64}
+    # (on sm_90 the loads are TMA copies by default, 3-D: the batch index is the third coordinate)
+    ck = tc_nvptx.compile(source("matmul"), defines=defines, options=CompileOptions(
+        arch="sm_90", num_warps=8, num_stages=3, specialization=("divisible_by_16",) * 12, tma=False))
+    assert "ld.global" not in ck.ptx and "cp.async.cg.shared.global" in ck.ptx
+    assert set(re.findall(r"cp\.async\.\w+\.shared\.global \[%r\d+\], \[%rd\d+\], (\d+)",
+                          ck.ptx)) == {"16"}
+    tma = tc_nvptx.compile(source("matmul"), defines=defines, options=CompileOptions(
+        arch="sm_90", num_warps=8, num_stages=3, specialization=("divisible_by_16",) * 12))
+    assert "ld.global" not in tma.ptx and "cp.async.cg" not in tma.ptx
+    assert "cp.async.bulk.tensor.3d" in tma.ptx and len(tma.tensor_maps) == 2
+    if shutil.which("ptxas"):
+        assert ck.spills == 0 and tma.spills == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_tf32_on_the_gpu_matches_torch_tf32(ta: bool, tb: bool) -> None:
+    # precision="tf32" in each operand layout (on sm_90: wgmma with the operands K-major in shared
+    # memory), as close to the exact product as torch.matmul with allow_tf32
+    torch.manual_seed(0)
+    a = _operand(512, 384, ta, torch.float32).cuda()
+    b = _operand(384, 640, tb, torch.float32).cuda()
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        ref = torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    got = tc_torch.matmul(a, b, precision="tf32")
+    exact = a.double() @ b.double()
+    err = float((got.double() - exact).norm() / exact.norm())
+    ref_err = float((ref.double() - exact).norm() / exact.norm())
+    # tf32's error, not exact fp32; at most 4 times torch's: wgmma reads the fp32 bits of shared
+    # memory as tf32 (truncated, as Triton's tf32 dots are), cuBLAS rounds them (H100: 7.8e-4 and
+    # 2.9e-4 relative at 4096^3)
+    assert 1e-5 < err < 4 * ref_err
+    assert float((got - ref).abs().max()) < 1e-2 * float(ref.abs().max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("plan", ["auto", "a", "b", "none"])
+def test_matmul_tf32_transpose_first_on_the_gpu(plan: str) -> None:
+    # dB = A^T dC in tf32 at sizes that are not multiples of any tile, with and without the copy
+    # of one operand K-contiguous first ("auto" copies A here: N >= TRANSPOSE_FIRST_MIN on sm_90)
+    torch.manual_seed(6)
+    m, n = 1000, mm.TRANSPOSE_FIRST_MIN + 100
+    k = int(mm.TRANSPOSE_FIRST_MIN_FLOPS / (2 * m * n)) + 7
+    a = torch.randn(k, m, device="cuda").t()
+    b = torch.randn(k, n, device="cuda")
+    c = torch.empty(1, m, n, device="cuda")
+    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), precision="tf32", transpose_first=plan)
+    exact = a.double() @ b.double()
+    err = float((c[0].double() - exact).norm() / exact.norm())
+    assert 1e-5 < err < 2e-3
+    auto = tc_torch.matmul(a, b, precision="tf32")  # (the op's fast path leaves the plan to it)
+    assert float((auto.double() - exact).norm() / exact.norm()) < 2e-3
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+@pytest.mark.parametrize("shape", [(70, 45, 100), (33, 80, 130), (100, 20, 300)])
+def test_matmul_stream_k_on_the_interpreter(ta: bool, tb: bool, shape: tuple[int, int, int]) -> None:
+    # CPU_STREAM_K_PROGRAMS programs over 32x32 tiles: 70x45 has whole tiles round robin first,
+    # and every shape cuts tiles between programs (partials passed through the workspace)
+    torch.manual_seed(2)
+    m, n, k = shape
+    dtype = torch.bfloat16 if ta else torch.float16
+    a = _operand(m, k, ta, dtype)
+    b = _operand(k, n, tb, dtype)
+    c = torch.empty(1, m, n, dtype=dtype)
+    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), stream_k="on")
+    ref = a.double() @ b.double()
+    assert (c[0].double() - ref).abs().max().item() < TOL[dtype] * max(1.0, ref.abs().max().item())
+    _, flags = mm._workspace(c.device, mm.CPU_STREAM_K_PROGRAMS, 32 * 32)
+    assert flags.tolist() == [0] * mm.CPU_STREAM_K_PROGRAMS
+
+
+def test_matmul_stream_k_refusal() -> None:
+    a = torch.randn(8, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match="stream_k must be one of on, off"):
+        mm.matmul_out(torch.empty(1, 8, 8, dtype=torch.float16), a.unsqueeze(0), a.unsqueeze(0), stream_k="auto")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("shape", [(1000, 777, 3000), (3072, 3072, 3072), (129, 4100, 520)])
+def test_matmul_stream_k_on_the_gpu(shape: tuple[int, int, int]) -> None:
+    torch.manual_seed(3)
+    m, n, k = shape
+    for dtype in (torch.float16, torch.bfloat16):
+        for ta in (False, True):
+            for tb in (False, True):
+                a = _operand(m, k, ta, dtype).cuda()
+                b = _operand(k, n, tb, dtype).cuda()
+                c = torch.empty(1, m, n, dtype=dtype, device="cuda")
+                ref = a.double() @ b.double()
+                for _ in range(2):  # (the flags reset themselves between launches)
+                    c.zero_()
+                    mm.matmul_out(c, a.unsqueeze(0), b.unsqueeze(0), configs=mm.STREAM_K_CONFIGS[:1],
+                                  stream_k="on")  # (one configuration: no tuning)
+                    err = (c[0].double() - ref).abs().max().item()
+                    assert err < 0.5 + 2e-2 * ref.abs().max().item(), (dtype, ta, tb, err)
+
+
+#: The tensor-core configurations whose tiles are not powers of two (192 or 160 columns).
+WIDE_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
+                if any(int(c.defines[d]) & (int(c.defines[d]) - 1) for d in ("MB", "NB"))]  # type: ignore[call-overload]
+
+
+def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgmma() -> None:
+    # 128x192, 256x192 and 256x160 tiles: wgmma m64n192k16 (m64n160k16) reading TMA copies, no
+    # local-memory spills
+    import shutil
+
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {  # type: ignore[call-overload]
+        (128, 192), (256, 192), (256, 160)}
+    for c in WIDE_CONFIGS:
+        defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[True], **c.defines}
+        flags = c.options or {}
+        options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
+                                 specialization=("divisible_by_16",) * 12,
+                                 persistent=bool(flags.get("persistent")), tma_store=bool(flags.get("tma_store")),
+                                 warp_specialize=bool(flags.get("warp_specialize")))
+        ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
+        assert f"wgmma.mma_async.sync.aligned.m64n{c.defines['NB']}k16.f32.f16.f16" in ck.ptx
+        assert "cp.async.bulk.tensor" in ck.ptx and "ld.global" not in ck.ptx
+        if shutil.which("ptxas"):
+            assert ck.spills == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_tiles_of_192_columns_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # each configuration alone, at shapes that cut its tiles in M, N and K
+    torch.manual_seed(0)
+    for m, n, k in [(1000, 777, 3000), (129, 4100, 520), (3072, 3072, 256)]:
+        a = _operand(m, k, ta, dtype).cuda()
+        b = _operand(k, n, tb, dtype).cuda()
+        ref = a.float() @ b.float()
+        for c in WIDE_CONFIGS:
+            got = torch.full((1, m, n), float("nan"), device="cuda", dtype=dtype)
+            mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c])
+            err = float((got[0].float() - ref).abs().max())
+            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.defines)
+
+
+#: The tensor-core configurations that overlap a program's epilogue with the next one's first
+#: product (tc_opt.overlap_epilogue).
+OVERLAP_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS if (c.options or {}).get("overlap_epilogue")]
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_overlapped_configurations_compile_with_a_producer_warpgroup(ta: bool, tb: bool) -> None:
+    """Each layout's kernel takes the rewrite (four producer warps beside the configuration's) and
+    keeps its wgmma in flight without spills."""
+    import re
+    import shutil
+
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+    from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
+
+    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in OVERLAP_CONFIGS} == {  # type: ignore[call-overload]
+        (128, 256), (128, 192)}
+    for c in OVERLAP_CONFIGS:
+        defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[ta], **B_VARIANTS[tb], **c.defines}
+        flags = c.options or {}
+        options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
+                                 specialization=("divisible_by_16",) * 12, persistent=bool(flags.get("persistent")),
+                                 tma_store=bool(flags.get("tma_store")), warp_specialize=bool(flags.get("warp_specialize")),
+                                 overlap_epilogue=bool(flags.get("overlap_epilogue")))
+        ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
+        assert ck.num_warps == c.num_warps + 4 and "setmaxnreg.inc.sync.aligned.u32 232;" in ck.ptx
+        if shutil.which("ptxas"):
+            assert ck.spills == 0 and not re.search(r"C751[0-6]", ck.asm["ptxas"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_overlapped_configurations_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # each configuration alone, batched (the programs' z), at shapes that cut its tiles in M, N
+    # and K, with more programs than SMs and K of one k-step
+    torch.manual_seed(0)
+    def batch(z: int, rows: int, cols: int, transposed: bool) -> torch.Tensor:
+        if transposed:  # each matrix column-major, as _operand's
+            return torch.randn(z, cols, rows, dtype=dtype, device="cuda").transpose(1, 2)
+        return torch.randn(z, rows, cols, dtype=dtype, device="cuda")
+
+    for z, m, n, k in [(2, 1000, 777, 3000), (1, 129, 4100, 520), (3, 1536, 2048, 64)]:
+        a, b = batch(z, m, k, ta), batch(z, k, n, tb)
+        ref = a.float() @ b.float()
+        for c in OVERLAP_CONFIGS:
+            got = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
+            mm.matmul_out(got, a, b, configs=[c])
+            err = float((got.float() - ref).abs().max())
+            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (z, m, n, k, c.defines)
+
+
+#: Persistent configurations in clusters of 2 that multicast the tiles two programs share
+#: (CompileOptions.cluster_multicast), with and without the bulk store, the overlapped epilogue
+#: and a producer warpgroup.
+MULTICAST_CONFIGS = {
+    torch.float16: [mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
+                    mm._cfg(128, 256, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
+                    mm._cfg(128, 128, 64, 4, 4, persistent=True, cluster_multicast=True)],
+    torch.float32: [mm._cfg(128, 256, 32, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
+                    mm._cfg(256, 128, 32, 8, 4, persistent=True, producer_warpgroup=True, cluster_multicast=True)],
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_cluster_multicast_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # grids of an even number of programs (the clusters' CTAs share B), of an odd number (nothing
+    # shared: one CTA runs a program more), with a last group of 3 rows of tiles (pairs of
+    # programs in different columns: B not shared), batches whose pairs straddle two matrices
+    # (B shared only where broadcast), K of one k-step and K = 0
+    from tc_opt.resources import ResourceLimitError
+
+    torch.manual_seed(0)
+    precision = "tf32" if dtype == torch.float32 else "ieee"
+
+    def batch(z: int, rows: int, cols: int, transposed: bool, broadcast: bool = False) -> torch.Tensor:
+        shape = (1 if broadcast else z, cols, rows) if transposed else (1 if broadcast else z, rows, cols)
+        x = torch.randn(*shape, dtype=dtype, device="cuda")
+        x = x.transpose(1, 2) if transposed else x
+        return x.expand(z, rows, cols) if broadcast else x
+
+    cases = [(2, 1000, 777, 3000, False), (1, 129, 4100, 520, False), (1, 384, 256, 64, False),
+             (1, 1400, 1024, 256, False), (2, 384, 256, 64, False), (2, 384, 256, 64, True),
+             (1, 96, 160, 0, False)]
+    checked = 0
+    for z, m, n, k, broadcast in cases:
+        a, b = batch(z, m, k, ta), batch(z, k, n, tb, broadcast)
+        ref = a.double() @ b.double()
+        for c in MULTICAST_CONFIGS[dtype]:
+            got = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
+            try:
+                mm.matmul_out(got, a, b, configs=[c], precision=precision)
+            except ResourceLimitError:  # (B restaged K-major does not fit beside every tile)
+                continue
+            err = float((got.double() - ref).abs().max())
+            assert err <= 0.5 + 1e-2 * float(ref.abs().max()), (z, m, n, k, broadcast, c.defines, c.options)
+            checked += 1
+    assert checked >= len(cases)
+
+
+#: tf32 persistent configurations with a producer warpgroup (CompileOptions.producer_warpgroup),
+#: not among the tuner's tiles yet: A B reads B^T into registers, which a one-warp producer
+#: could not host (ptxas C7512).
+PRODUCER_WARPGROUP_TF32 = [mm._cfg(256, 128, 32, 8, 4, persistent=True, producer_warpgroup=True),
+                           mm._cfg(128, 256, 32, 8, 3, persistent=True, producer_warpgroup=True)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_tf32_with_a_producer_warpgroup_on_the_gpu(ta: bool, tb: bool) -> None:
+    # each configuration alone in each layout, at shapes that cut its tiles in M, N and K, with
+    # more programs than SMs, K of one k-step and K = 0 (the accumulator's zeros)
+    from tc_opt.resources import ResourceLimitError
+
+    torch.manual_seed(0)
+    shapes = [(1000, 777, 3000), (129, 4100, 520), (1536, 2048, 32), (96, 160, 0)]
+    checked = 0
+    for m, n, k in shapes:
+        a, b = _operand(m, k, ta, torch.float32).cuda(), _operand(k, n, tb, torch.float32).cuda()
+        ref = a.double() @ b.double()
+        for c in PRODUCER_WARPGROUP_TF32:
+            got = torch.full((1, m, n), float("nan"), device="cuda")
+            try:
+                mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c], precision="tf32")
+            except ResourceLimitError:  # (B restaged K-major does not fit beside every tile)
+                continue
+            err = float((got[0].double() - ref).abs().max())
+            assert err <= 1e-2 * max(float(ref.abs().max()), 1.0), (m, n, k, c.defines, ta, tb)
+            checked += 1
+    assert checked >= len(shapes)  # (every shape, at least one configuration)

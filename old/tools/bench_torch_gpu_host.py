@@ -1,0 +1,153 @@
+"""Host time per call and GPU time of tc_torch's memory-bound ops against torch's, on a GPU.
+
+    python tools/bench_torch_gpu_host.py [--label NAME] [--check] [--no-gpu-time]
+
+Host time: the best of 5 rounds of 200 back-to-back calls timed with time.perf_counter, without
+synchronizing inside a round (the GPU runs behind), in microseconds per call. GPU time:
+tc_runtime.testing.do_bench (median, ms). --check first compares each op's first call (the general
+path, which chooses the kernel) with its second (the fast path) bit for bit, and both with torch,
+and the autograd path's values and gradients with torch's. To compare trees, run it once per tree
+with that tree's tc_torch first on PYTHONPATH. Not a test: it needs a CUDA GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+import tc_torch
+from tc_runtime.testing import do_bench
+
+Fn = Callable[[], object]
+
+
+def host_us(fn: Fn, calls: int = 200, rounds: int = 5) -> float:
+    """Best over `rounds` of the host time of `calls` back-to-back calls, in us per call."""
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls * 1e6)
+        torch.cuda.synchronize()
+    return best
+
+
+def cases(m: int, n: int, dtype: torch.dtype) -> list[tuple[str, Fn, Fn]]:
+    """(name, tc call, torch call) on m x n tensors of `dtype`."""
+    torch.manual_seed(0)
+    x = torch.randn(m, n, dtype=dtype, device="cuda")
+    y = torch.randn(m, n, dtype=dtype, device="cuda")
+    w = torch.randn(n, dtype=dtype, device="cuda")
+    b = torch.randn(n, dtype=dtype, device="cuda")
+    t = torch.randint(0, n, (m,), device="cuda")
+    xg = x.clone().requires_grad_()
+
+    def tc_grad() -> None:
+        tc_torch.softmax(xg).backward(y)  # type: ignore[no-untyped-call]
+
+    def torch_grad() -> None:
+        torch.softmax(xg, -1).backward(y)  # type: ignore[no-untyped-call]
+
+    return [
+        ("softmax", lambda: tc_torch.softmax(x), lambda: torch.softmax(x, -1)),
+        ("layer_norm w b", lambda: tc_torch.layer_norm(x, n, w, b),
+         lambda: F.layer_norm(x, (n,), w, b)),
+        ("cross_entropy none", lambda: tc_torch.cross_entropy(x, t, reduction="none"),
+         lambda: F.cross_entropy(x, t, reduction="none")),
+        ("cross_entropy mean", lambda: tc_torch.cross_entropy(x, t),
+         lambda: F.cross_entropy(x, t)),
+        ("add", lambda: tc_torch.add(x, y), lambda: x + y),
+        ("transpose", lambda: tc_torch.transpose(x), lambda: x.t().contiguous()),
+        ("softmax fwd+bwd (autograd)", tc_grad, torch_grad),
+    ]
+
+
+def check(m: int, n: int, dtype: torch.dtype) -> list[str]:
+    """Mismatches between first and second calls and against torch (an empty list when none)."""
+    problems: list[str] = []
+    tol = {torch.float16: 2e-2, torch.float32: 1e-4}[dtype]
+    for name, tc_fn, torch_fn in cases(m, n, dtype):
+        if "autograd" in name:
+            continue
+        first, second, ref = tc_fn(), tc_fn(), torch_fn()
+        assert isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
+        assert isinstance(ref, torch.Tensor)
+        if not torch.equal(first, second) or first.stride() != second.stride():
+            problems.append(f"{name} {dtype}: the second call differs from the first")
+        if not torch.allclose(second.float(), ref.float(), rtol=tol, atol=tol):
+            err = (second.float() - ref.float()).abs().max().item()
+            problems.append(f"{name} {dtype}: differs from torch by {err}")
+    x = torch.randn(m, n, dtype=dtype, device="cuda")
+    dy = torch.randn(m, n, dtype=dtype, device="cuda")
+    w = torch.randn(n, dtype=dtype, device="cuda", requires_grad=True)
+    t = torch.randint(0, n, (m,), device="cuda")
+    plain = (tc_torch.softmax(x), tc_torch.layer_norm(x, n, w.detach()),
+             tc_torch.cross_entropy(x, t, reduction="none"))
+    for i in range(2):
+        xs = [x.clone().requires_grad_() for _ in range(4)]
+        ws = [w.detach().clone().requires_grad_() for _ in range(2)]
+        outs = [(tc_torch.softmax(xs[0]), torch.softmax(xs[1], -1)),
+                (tc_torch.layer_norm(xs[2], n, ws[0]), F.layer_norm(xs[3], (n,), ws[1]))]
+        for j, (got, ref) in enumerate(outs):
+            if not torch.equal(got.detach(), plain[j]):
+                problems.append(f"autograd {j} {dtype}: forward differs from the no-grad call")
+            got.backward(dy)  # type: ignore[no-untyped-call]
+            ref.backward(dy)  # type: ignore[no-untyped-call]
+        pairs = [(xs[0].grad, xs[1].grad), (xs[2].grad, xs[3].grad), (ws[0].grad, ws[1].grad)]
+        for j, (g, r) in enumerate(pairs):
+            assert g is not None and r is not None
+            if not torch.allclose(g.float(), r.float(), rtol=5 * tol, atol=5 * tol):
+                err = (g.float() - r.float()).abs().max().item()
+                problems.append(f"gradient {j} (call {i}) {dtype}: differs from torch by {err}")
+    xc = x.clone().requires_grad_()
+    xr = x.clone().requires_grad_()
+    tc_torch.cross_entropy(xc, t).backward()  # type: ignore[no-untyped-call]
+    F.cross_entropy(xr.float(), t).backward()  # type: ignore[no-untyped-call]
+    assert xc.grad is not None and xr.grad is not None
+    if not torch.allclose(xc.grad.float(), xr.grad.float(), rtol=tol, atol=tol):
+        problems.append(f"cross_entropy gradient {dtype}: differs from torch")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--label", default="")
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--no-gpu-time", action="store_true")
+    opts = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA GPU")
+        return 1
+    print(f"[{opts.label}] tc_torch from {tc_torch.__file__}; {torch.cuda.get_device_name()}")
+    if opts.check:
+        problems = check(4096, 1024, torch.float16) + check(512, 1000, torch.float32)
+        print("checks:", "all passed" if not problems else "\n  ".join(["FAILED"] + problems))
+    shapes = [(16384, 1024, torch.float16, True), (16384, 1024, torch.float32, True),
+              (64, 1024, torch.float16, False)]
+    print(f"{'op':28s} {'shape':22s} {'tc host':>9s} {'torch host':>10s} {'tc GPU':>8s} "
+          f"{'torch GPU':>9s}  (us per call)")
+    for m, n, dtype, gpu_time in shapes:
+        for name, tc_fn, torch_fn in cases(m, n, dtype):
+            if name == "transpose" and dtype == torch.float32:
+                continue  # (each new shape and dtype is auto-tuned: time)
+            row = f"{name:28s} {f'{m}x{n} {str(dtype)[6:]}':22s} {host_us(tc_fn):9.1f} " \
+                  f"{host_us(torch_fn):10.1f}"
+            if gpu_time and not opts.no_gpu_time:
+                tc_ms = do_bench(tc_fn, warmup=10, rep=40)[0]
+                torch_ms = do_bench(torch_fn, warmup=10, rep=40)[0]
+                row += f" {tc_ms * 1e3:8.1f} {torch_ms * 1e3:9.1f}"
+            print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
