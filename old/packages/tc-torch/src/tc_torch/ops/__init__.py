@@ -1,1 +1,0 @@
-"""The tc_torch operations, one module each."""
