@@ -124,6 +124,25 @@ def test_out_of_bounds_store_before_a_buffer_and_source_line() -> None:
     assert "the scalar access" in text
 
 
+def test_out_of_bounds_access_of_an_empty_buffer_names_it() -> None:
+    # an array of no elements is not addressable; reading it was reported against whichever
+    # buffer lay nearest, as if that one had been overrun
+    fn = kernel("%e: ptr<f32>, %y: ptr<f32>", """
+    %c = tc.constant {value = 1} : i32
+    %p = tc.addptr %e, %c : ptr<f32>
+    %v = tc.load %p : f32
+    tc.store %y, %v""")
+    empty, y = np.zeros(0, np.float32), np.zeros(4, np.float32)
+    memory = Memory()
+    memory.register(empty, "e")
+    memory.register(y, "y")
+    with pytest.raises(OutOfBoundsError) as info:
+        interpret(fn, [empty, y], 1, memory)
+    text = str(info.value)
+    assert "byte offset 4 (element 1) of buffer 'e', which is empty (0 elements)" in text and "'y'" not in text
+    assert info.value.buffer == "e"
+
+
 def test_masked_off_lanes_never_touch_memory_and_take_other() -> None:
     fn = kernel("%x: ptr<i32>, %y: ptr<i32>", """
     %r = tc.make_range {start = 0, end = 8} : tile<8xi32>

@@ -380,6 +380,9 @@ NEGATIVE = [
     ("int r[16] = 0 ... 16;\n  float x[16] = *?(r) (p + r);", "E0409", "mask must be bool",
      "r) (", "TcTypeError"),
     ("int x = 1 / 0;", "E0410", "division by zero", "1 / 0", "TcTypeError"),
+    ("int x = n % 0;", "E0410", "integer division by zero: the divisor of '%' is 0", "n % 0", "TcTypeError"),
+    ("int r[16] = 0 ... 16;\n  int x[16] = r / (1 - 1);", "E0410", "integer division by zero", "r / (1 - 1)",
+     "TcTypeError"),
     ("half x = bitcast<half>(n);", "E0411", "equal width", "bitcast", "TcTypeError"),
     ("const int c = 1;\n  c = 2;", "E0412", "cannot assign to 'c': it is const", "c = 2",
      "TcTypeError"),
@@ -605,3 +608,20 @@ def test_wrong_python_argument_types_raise_type_error() -> None:
         tc_lang.frontend(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         tc_lang.parse(42)  # type: ignore[arg-type]
+
+
+
+def test_store_through_a_pointer_to_const_is_an_error() -> None:
+    # `const T*`: nothing may be stored through it, directly or after pointer arithmetic; a
+    # `T* const` may be written through but not reassigned; a cast drops the const (as in C)
+    extra = "__device__ void f(const float* X) {\n  *X = 1.0;\n}\n"
+    _, ds = diags("const float* c = p;\n  int i[16] = 0 ... 16;\n  *?(i < n) (c + i - 1) = 0.0;", extra=extra)
+    assert [(d.code, d.location.line) for d in ds] == [("E0412", 2), ("E0412", 7)]
+    assert all("it points to const" in d.message for d in ds) and "'X'" in ds[0].message and "'c'" in ds[1].message
+    types = decl_types("float* const w = p;\n  *w = *p;\n  const float* r = p;\n  *((float*)r) = 2.0;")
+    assert types["w"] == types["r"] == PointerType(FP32)
+    _, ds = diags("float* const w = p;\n  w = p + 1;")
+    assert [(d.code, d.message) for d in ds] == [("E0412", "cannot assign to 'w': it is const")]
+    # the printer keeps each const where it was written
+    text = tc_lang.to_source(tc_lang.parse(HEAD + "const float* const r = p;\n}\n"))
+    assert "const float *const r = p;" in text

@@ -53,6 +53,15 @@ def test_define_without_value_is_one(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "#error FLAG needed" in capsys.readouterr().err
 
 
+def test_define_given_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the same value twice is one define; two values are an error, not the last one silently
+    src = tmp_path / "k.tc"
+    src.write_text("#if N != 4\n#error N must be 4\n#endif\n__global__ void k() {}\n")
+    assert main([str(src), "-D", "N=4", "-D", "N=4"]) == 0
+    assert main([str(src), "-D", "N=4", "-D", "N=5"]) == 1
+    assert "-D N given twice with different values (4 and 5)" in capsys.readouterr().err
+
+
 def test_runs_with_only_tc_lang(tmp_path: Path) -> None:
     # The other tc packages are made unimportable: tc-lint must not need them.
     import subprocess

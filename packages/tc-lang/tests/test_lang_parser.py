@@ -160,7 +160,7 @@ def test_declarations() -> None:
     (s,) = body("const float* restrict a[4, 8] = p, b = 0, *c;")
     assert isinstance(s, ast.DeclStmt)
     a, b, c = s.decls
-    assert a.type.pointers == 1 and a.type.qualifiers == ("const", "restrict")
+    assert a.type.pointers == 1 and a.type.qualifiers == ("const",) and a.type.pointer_qualifiers == ("restrict",)
     assert a.type.dims == (ast.IntLiteral(value=4), ast.IntLiteral(value=8))
     assert a.init == ast.Name(name="p")
     assert b.type.pointers == 0 and b.init == ast.IntLiteral(value=0)
@@ -296,7 +296,7 @@ def test_syntax_error_codes(src: str, code: str, line: int, col: int, message: s
 def test_volatile_and_qualifier_order() -> None:
     (s,) = body("volatile int* restrict x;")
     assert isinstance(s, ast.DeclStmt)
-    assert s.decls[0].type.qualifiers == ("volatile", "restrict")
+    assert s.decls[0].type.qualifiers == ("volatile",) and s.decls[0].type.pointer_qualifiers == ("restrict",)
     (c,) = body("const volatile float y = 1;")
     assert isinstance(c, ast.DeclStmt) and c.decls[0].type.qualifiers == ("const", "volatile")
 

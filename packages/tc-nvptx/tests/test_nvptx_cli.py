@@ -99,3 +99,11 @@ def test_an_output_that_cannot_be_written_is_a_plain_error(add_file: Path, tmp_p
     assert capsys.readouterr().err == f"tcc: error: cannot write {missing}: No such file or directory\n"
     assert main([str(add_file), *defines, "--emit=cubin", "-o", str(tmp_path)]) == 1
     assert capsys.readouterr().err == f"tcc: error: cannot write {tmp_path}: Is a directory\n"
+
+
+def test_a_define_given_twice_must_keep_its_value(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`-D BLOCK=128 -D BLOCK=256` compiled with the last value silently (a C compiler warns)."""
+    assert main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=128", "-D", "BLOCK=128", "--emit=ir"]) == 0
+    capsys.readouterr()
+    assert main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=128", "-D", "BLOCK=256", "--emit=ir"]) == 1
+    assert capsys.readouterr().err == "tcc: error: -D BLOCK given twice with different values (128 and 256)\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -74,6 +75,23 @@ def test_other_corruptions(tmp_path: Path, damage: str) -> None:
     assert cache.get(key) is None
     assert cache.put(key, BIN) is not None
     assert cache.get(key) == BIN
+
+
+def test_an_entry_reads_only_its_own_files(tmp_path: Path) -> None:
+    """meta.json listing a path outside the entry (with that file's right checksum) was read:
+    now an entry names only its own files, and one that does not is corrupt (and removed)."""
+    cache = KernelCache(tmp_path)
+    key = cache_key({"k": "outside"})
+    entry = cache.put(key, BIN)
+    assert entry is not None
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"not the cache's")
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["files"]["../../secret.txt"] = hashlib.sha256(secret.read_bytes()).hexdigest()
+    (entry / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"meta.json names '../../secret.txt', not one of the entry's files"):
+        read_entry(entry)
+    assert cache.get(key) is None and not entry.exists() and secret.exists()
 
 
 def test_put_over_existing_entry_and_concurrent_writer(tmp_path: Path) -> None:

@@ -41,7 +41,8 @@ class TypeName(Node):
     base: ScalarType
     pointers: int = 0
     dims: tuple[Expr, ...] | None = None
-    qualifiers: tuple[str, ...] = ()  # "const", "volatile", "restrict", in source order
+    qualifiers: tuple[str, ...] = ()  # "const", "volatile", "restrict" before the `*`s (of the pointee)
+    pointer_qualifiers: tuple[str, ...] = ()  # those after a `*` (of the pointer: `float* const p`)
 
 
 # ----------------------------------------------------------------------------------- expressions

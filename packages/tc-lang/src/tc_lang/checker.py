@@ -78,6 +78,29 @@ _ATTRIBUTES = {"multipleof", "aligned", "noalias", "readonly", "writeonly", "ret
 _MAX_TILE_ELEMENTS = 1 << 24
 
 
+
+def _readonly(t: ast.TypeName) -> bool:
+    """A declaration the program may not assign: `const int n`, `float* const p`."""
+    return ("const" in t.qualifiers and t.pointers == 0) or "const" in t.pointer_qualifiers
+
+
+def _points_to_const(t: ast.TypeName) -> bool:
+    """A pointer declared `const T*` (through which nothing may be stored)."""
+    return "const" in t.qualifiers and t.pointers > 0
+
+
+def _pointer_root(e: ast.Expr) -> str | None:
+    """The variable a pointer expression is computed from by pointer arithmetic (`X + i`,
+    `(X + i) - 1`), None for anything else (a cast may drop the const, as in C)."""
+    while True:
+        if isinstance(e, ast.Name):
+            return e.name
+        if isinstance(e, ast.Binary) and e.op in ("+", "-"):
+            left_ptr = e.left.ty is not None and isinstance(element_of(e.left.ty), PointerType)
+            e = e.left if left_ptr else e.right
+            continue
+        return None
+
 @attrs.define
 class Symbol:
     ty: Type
@@ -85,6 +108,8 @@ class Symbol:
     const: int | float | bool | None = None
     readonly: bool = False
     loc: Location | None = None
+    #: a pointer declared `const T*`: nothing may be stored through it
+    points_to_const: bool = False
 
 
 @attrs.define
@@ -316,9 +341,9 @@ class Checker:
                     self.type_error("E0416", f"kernel parameter '{p.name}' cannot be a tile",
                                     p.loc, hint="pass a pointer and load the tile in the kernel")
                 attributes = self.check_attributes(p.attributes, ty)
-                readonly = "const" in p.type.qualifiers and p.type.pointers == 0
                 if ty is not None:
-                    self.declare(p.name, Symbol(ty, "param", None, readonly, p.loc), p.loc)
+                    self.declare(p.name, Symbol(ty, "param", None, _readonly(p.type), p.loc,
+                                                _points_to_const(p.type)), p.loc)
                 params.append(attrs.evolve(p, type=self.typed_typename(p.type),
                                            attributes=attributes, ty=ty))
             body = self.compound(f.body, new_scope=False)
@@ -493,9 +518,10 @@ class Checker:
                         const_value = consts.convert(init.const, ty)
                     except consts.FoldError:
                         const_value = None
-        readonly = "const" in d.type.qualifiers and d.type.pointers == 0
+        readonly = _readonly(d.type)
         if ty is not None:
-            sym = Symbol(ty, "var", const_value if readonly else None, readonly, d.loc)
+            sym = Symbol(ty, "var", const_value if readonly and d.type.pointers == 0 else None, readonly, d.loc,
+                         _points_to_const(d.type))
             self.declare(d.name, sym, d.loc)
         else:
             # Declared anyway (without a type) so later uses do not report a missing name.
@@ -690,6 +716,12 @@ class Checker:
                 self.type_error("E0406", f"'{op}' needs a variable, not a dereference", loc,
                                 hint="write *p = *p + 1")
                 return False
+            root = _pointer_root(target.pointer)
+            sym = self.lookup(root) if root is not None else None
+            if sym is not None and sym.points_to_const:
+                self.type_error("E0412", f"cannot store through '{root}': it points to const", loc,
+                                hint=f"declare '{root}' without const to write through it")
+                return False
             return True
         self.type_error("E0406", f"the left side of '{op}' is not assignable", loc,
                         hint="assign to a variable or to a dereference *p / *?(mask) p")
@@ -728,6 +760,12 @@ class Checker:
             operand, res = binary_types(e.op, lt, rt)
         except RuleError as err:
             self.type_error("E0401", str(err), e.loc)
+            return self.typed(new, None)
+        oe0 = element_of(operand)
+        if e.op in ("/", "%") and right.const is not None and right.const == 0 and \
+                isinstance(oe0, ScalarType) and oe0.is_integer:
+            # (undefined in C whatever the dividend; the GPU gives garbage, not an error)
+            self.type_error("E0410", f"integer division by zero: the divisor of '{e.op}' is 0", e.loc)
             return self.typed(new, None)
         const = None
         if left.const is not None and right.const is not None and not isinstance(res, TileType):

@@ -332,7 +332,8 @@ class Grammar:
             base=base,
             pointers=pointers,
             dims=dims,
-            qualifiers=tuple(specs.qualifiers + quals),
+            qualifiers=tuple(specs.qualifiers),
+            pointer_qualifiers=tuple(quals),
             loc=loc,
         )
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from . import ast
 from .diagnostics import TcCompileError
 from .frontend import frontend
+from .preprocessor import command_line_defines
 from .types import TileType, Type
 
 
@@ -72,13 +73,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="print every declaration with its type and shape")
     args = ap.parse_args(argv)
     try:
+        defines = command_line_defines(args.defines)
+    except ValueError as e:
+        print(f"tc-lint: {e}", file=sys.stderr)
+        return 1
+    try:
         with open(args.file, "rb") as fh:
             source = fh.read()
     except OSError as e:
         print(f"tc-lint: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 1
     try:
-        unit = frontend(source, dict(args.defines), filename=args.file,
+        unit = frontend(source, defines, filename=args.file,
                         include_dirs=args.include_dirs)
     except TcCompileError as e:
         print(e.render(), file=sys.stderr)

@@ -103,6 +103,18 @@ class Preprocessed:
         return lines[line - 1] if line <= len(lines) else None
 
 
+def command_line_defines(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """The macros of repeated `-D NAME=VALUE` options. A name given twice must have one value:
+    a C compiler warns that the macro is redefined and keeps the last, which hides a typo in a
+    build script; tcc and tc-lint say so instead (ValueError)."""
+    out: dict[str, object] = {}
+    for name, value in pairs:
+        if name in out and out[name] != value:
+            raise ValueError(f"-D {name} given twice with different values ({out[name]} and {value})")
+        out[name] = value
+    return out
+
+
 def define_text(value: DefineValue) -> str:
     """The macro body for a Python define value (bool becomes 1/0)."""
     if isinstance(value, bool):

@@ -125,13 +125,15 @@ def type_source(t: ast.TypeName) -> str:
     """A type name as written in a cast: `const float*`, `float[TM, TN]`."""
     parts = [*t.qualifiers, C_SPELLING[t.base.name]]
     text = " ".join(parts) + "*" * t.pointers
+    if t.pointer_qualifiers:
+        text += " " + " ".join(t.pointer_qualifiers)
     if t.dims is not None:
         text += _dims(t.dims)
     return text
 
 
 def _declarator(name: str, t: ast.TypeName, attributes: tuple[ast.Attribute, ...]) -> str:
-    text = "*" * t.pointers + name
+    text = "*" * t.pointers + "".join(q + " " for q in t.pointer_qualifiers) + name
     if t.dims is not None:
         text += _dims(t.dims)
     for a in attributes:

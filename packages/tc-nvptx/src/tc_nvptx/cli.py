@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 
 from tc_lang.diagnostics import TcCompileError
+from tc_lang.preprocessor import command_line_defines
 from tc_opt import gpu_pipeline
 from tc_opt.options import ARCHS, CompileOptions
 
@@ -65,6 +66,10 @@ def _fail(message: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        defines = command_line_defines(args.defines)
+    except ValueError as exc:
+        return _fail(f"tcc: error: {exc}")
+    try:
         options = CompileOptions(
             arch=args.arch,
             num_warps=args.num_warps,
@@ -86,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"tcc: error: cannot read {args.file}: {exc.strerror}")
     try:
         start = time.perf_counter()
-        unit, module = frontend(source, dict(args.defines), args.kernel, filename)
+        unit, module = frontend(source, defines, args.kernel, filename)
         front = time.perf_counter() - start
         if args.emit == "ir" and not args.after:
             from tc_opt.pass_manager import module_text

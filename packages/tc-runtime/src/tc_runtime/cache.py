@@ -24,6 +24,8 @@ from . import knobs
 from .binary import KernelBinary
 
 FORMAT = 1
+#: The files of a cache entry besides meta.json (which lists those present with their sha256).
+ENTRY_FILES = ("kernel.ptx", "asm.json", "kernel.cubin")
 _warned = False
 
 
@@ -52,8 +54,12 @@ def _read_entry(path: Path, key: str | None) -> KernelBinary:
     if meta.get("format") != FORMAT or (key is not None and meta.get("key") != key):
         raise ValueError("cache entry of another format or key")
     files: dict[str, str] = meta["files"]
+    if not isinstance(files, dict):
+        raise ValueError("meta.json's files is not an object")
     blobs: dict[str, bytes] = {}
     for name, digest in files.items():
+        if name not in ENTRY_FILES:  # (an entry reads its own files only, never a path elsewhere)
+            raise ValueError(f"meta.json names {name!r}, not one of the entry's files ({', '.join(ENTRY_FILES)})")
         data = (path / name).read_bytes()
         if _sha(data) != digest:
             raise ValueError(f"checksum mismatch in {name}")

@@ -72,6 +72,9 @@ class Memory:
         self._bases: list[int] = []
         self._np_bases = np.zeros(0, dtype=np.int64)
         self._np_ends = np.zeros(0, dtype=np.int64)
+        #: registered arrays of no elements, by address: nothing is addressable there, but an
+        #: access through one should be reported as such, not against a neighbouring buffer
+        self._empty: dict[int, str] = {}
 
     # ---------------------------------------------------------------------------- registration
 
@@ -87,6 +90,7 @@ class Memory:
             raise ValueError("Memory.register needs a contiguous array (register its base instead)")
         address = int(array.ctypes.data)
         if array.nbytes == 0:
+            self._empty[address] = name or f"buffer{len(self._buffers) + len(self._empty)}"
             return address
         raw = array.ravel(order="K").view(np.uint8)
         self._add(address, int(array.nbytes), raw, name, array)
@@ -99,6 +103,8 @@ class Memory:
             raise ValueError(f"bad host range: address 0x{address:x}, {nbytes} bytes")
         if nbytes:
             self._add(int(address), int(nbytes), _bytes_at(address, nbytes), name, owner)
+        else:
+            self._empty[int(address)] = name or f"buffer{len(self._buffers) + len(self._empty)}"
         return int(address)
 
     def _add(self, base: int, nbytes: int, raw: Array, name: str | None, owner: Any) -> None:
@@ -134,8 +140,24 @@ class Memory:
 
     def describe(self, address: int, size: int) -> tuple[str, str | None]:
         """Where `address` lies relative to the nearest buffer, for error messages."""
+        empty = [(address - base, name) for base, name in self._empty.items() if base <= address]
+        if empty:  # (an offset into an empty array, when no other buffer lies nearer)
+            off, name = min(empty)
+            what = f"byte offset {off}" + (f" (element {off // size})" if off % size == 0 else "")
+            nearer = self.describe_registered(address, size) if self._buffers else None
+            if nearer is None or nearer[0] >= off:
+                return f"{what} of buffer '{name}', which is empty (0 elements)", name
         if not self._buffers:
             return "no buffer is registered with the interpreter's memory", None
+        best = self.describe_registered(address, size)
+        assert best is not None
+        return best[1], best[2]
+
+    def describe_registered(self, address: int, size: int) -> tuple[int, str, str] | None:
+        """The registered buffer (with elements) nearest to `address`: (distance in bytes, where
+        the address lies relative to it, its name)."""
+        if not self._buffers:
+            return None
         i = bisect.bisect_right(self._bases, address) - 1
         candidates: list[tuple[int, str, Buffer]] = []
         if i >= 0:
@@ -143,14 +165,14 @@ class Memory:
             off = address - b.base
             what = f"byte offset {off}" + (f" (element {off // size})" if off % size == 0 else "")
             if address < b.end:
-                return f"{what} of {self._sized(b, size)} runs past its end", b.name
+                return 0, f"{what} of {self._sized(b, size)} runs past its end", b.name
             candidates.append((address - b.end, f"{what} of {self._sized(b, size)} is past its end", b))
         if i + 1 < len(self._buffers):
             b = self._buffers[i + 1]
             d = b.base - address
             candidates.append((d, f"it lies {d} byte(s) before the start of {self._sized(b, size)}", b))
         best = min(candidates, key=lambda c: c[0])
-        return best[1], best[2].name
+        return best[0], best[1], best[2].name
 
     @staticmethod
     def _sized(b: Buffer, size: int) -> str:
