@@ -19,6 +19,16 @@ SPEC = ("16", "16", "16", None, None, None, "16", "16", "16")
 STORE_FIRST = (KERNELS / "matmul_tutorial.tc").read_text().replace(
     "// reduction loop", "*C = (TYPE)0;\n// reduction loop")
 
+#: A second value carried by the loop and read after it: a program cut in segments would read
+#: its segment's count, not the whole loop's.
+COUNTED = (KERNELS / "matmul_tutorial.tc").read_text().replace(
+    "float acc[MB, NB] = 0;", "float acc[MB, NB] = 0;\nint steps = 0;").replace(
+    "pb += KB * stride_b_0;", "pb += KB * stride_b_0;\nsteps += 1;").replace(
+    "pc = acc;", "pc = acc * (float)steps;")
+#: Programs whose loops run different numbers of iterations (the bound reads the program id).
+UNEVEN = (KERNELS / "matmul_tutorial.tc").read_text().replace(
+    "for (int k = K; k > 0; k -= KB)", "for (int k = K - pid % 2; k > 0; k -= KB)")
+
 
 def _compile(stream_k: bool, source: str | None = None) -> CompiledKernel:
     return compile(source or (KERNELS / "matmul_tutorial.tc").read_text(),
@@ -57,11 +67,14 @@ def test_plain_persistent_kernel_has_no_workspace() -> None:
     assert "atom." not in k.ptx and "tc.workspace" not in k.asm["ir-gpu"]
 
 
-def test_kernel_with_a_store_before_its_loop_is_not_shared() -> None:
-    k = _compile(True, STORE_FIRST)
-    assert k.persistent and k.stream_k == 0 and "tc.workspace" not in k.asm["ir-gpu"]
-
-
 def test_stream_k_option_is_checked() -> None:
     with pytest.raises(TypeError, match="stream_k"):
         CompileOptions(stream_k="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", [STORE_FIRST, COUNTED, UNEVEN], ids=["store-first", "counted", "uneven"])
+def test_kernels_that_do_not_qualify_stay_plain_persistent(source: str) -> None:
+    assert source != (KERNELS / "matmul_tutorial.tc").read_text()  # (the replacement took place)
+    k = _compile(True, source)
+    assert k.persistent and k.stream_k == 0 and "tc.workspace" not in k.asm["ir-gpu"]
+
