@@ -57,8 +57,18 @@ def test_stream_k_exchanges_partial_sums() -> None:
     # one compare-and-swap (the wait, acquire) and one exchange (the pass-on, released by fences)
     assert len(re.findall(r"atom\.acq_rel\.\w+\.global\.cas\.b32", k.ptx)) == 1
     assert len(re.findall(r"atom\.global\.exch\.b32", k.ptx)) == 1
-    # the partial is read back added as it arrives (tc_nvptx.lower_memory._load_and_add)
-    assert re.search(r"ld\.global(\.v\d)?\.f32 %tc_t0, ", k.ptx) or "ld.global.v2.f32 {%tc_t0" in k.ptx
+    assert "tc.partial_store" in ir and "tc.partial_add" in ir
+    # 128 floats a thread in registers order: 32 vectors of 4, chunk c of thread t at (c * 256 +
+    # t) * 16 bytes, so one base register and coalesced stores 4096 bytes apart
+    stores = re.findall(r"st\.global\.v4\.b32 \t\[(%rd\d+)(?:\+(\d+))?\]", k.ptx)
+    by_base: dict[str, list[int]] = {}
+    for base, off in stores:
+        by_base.setdefault(base, []).append(int(off or 0))
+    assert sorted([4096 * c for c in range(32)]) in [sorted(v) for v in by_base.values()], by_base
+    # read back: 8 statements of 4 vector loads each, then their 16 adds
+    loads = re.findall(r"\{ \.reg \.f32 [^;]*;((?: ld\.global\.v4\.f32 \{[^}]*\}, \[ %rd\d+ \+ 0 \];)+)"
+                       r"((?: add\.rn\.f32 %r\d+, %r\d+, %tc_t\d+;)+) \}", k.ptx)
+    assert [(ld.count("ld.global"), add.count("add.rn")) for ld, add in loads] == [(4, 16)] * 8
 
 
 def test_plain_persistent_kernel_has_no_workspace() -> None:

@@ -232,6 +232,29 @@ class WorkspaceOp(Operation):
 
 @register
 @attrs.define(eq=False, kw_only=True)
+class PartialStoreOp(Operation):
+    """operands: partials (scalar pointer), slot (i32), value (tile). Stores a partial sum into
+    slot `slot` of a stream-K workspace (tc_opt.stream_k; a slot holds one tile) in the order of
+    its threads' registers rather than of the tile's rows, so that every access is a coalesced
+    vector: register chunk c of thread t lands at chunk c * threads + t. Only a PartialAddOp of
+    the same tile type (the same layout) reads it back."""
+
+    NAME = "tc.partial_store"
+    HAS_SIDE_EFFECTS = True
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
+class PartialAddOp(Operation):
+    """operands: partials (scalar pointer), slot (i32), acc (tile) -> acc plus the partial sum a
+    PartialStoreOp of the same tile type left in slot `slot` (see there)."""
+
+    NAME = "tc.partial_add"
+    HAS_SIDE_EFFECTS = True  # (a read that must stay after the wait for the partial sum)
+
+
+@register
+@attrs.define(eq=False, kw_only=True)
 class MakeRangeOp(Operation):
     """tile<(end-start) x i32> holding start, start+1, ..., end-1."""
 

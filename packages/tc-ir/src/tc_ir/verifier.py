@@ -114,6 +114,19 @@ def _workspace(op: O.WorkspaceOp) -> None:
     _check(isinstance(op.results[0].type, PointerType), f"result must be a pointer, not {op.results[0].type}")
 
 
+@_rule(O.PartialStoreOp)
+@_rule(O.PartialAddOp)
+def _partial(op: O.Operation) -> None:
+    _count(op, 3, 1 if isinstance(op, O.PartialAddOp) else 0)
+    ptr, slot, tile = (v.type for v in op.operands)
+    _check(isinstance(tile, TileType), f"the partial sum must be a tile, not {tile}")
+    _check(isinstance(ptr, PointerType) and isinstance(tile, TileType) and ptr.pointee == tile.element,
+           f"the workspace pointer {ptr} does not point to the tile's elements")
+    _check(slot == I32, f"the slot must be i32, not {slot}")
+    if isinstance(op, O.PartialAddOp):
+        _check(op.results[0].type == tile, f"result {op.results[0].type} differs from the accumulator {tile}")
+
+
 @_rule(O.MakeRangeOp)
 def _make_range(op: O.MakeRangeOp) -> None:
     _count(op, 0, 1)

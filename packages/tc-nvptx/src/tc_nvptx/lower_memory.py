@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 from tc_ir.ops import AtomicCASOp, AtomicRMWOp, BinaryOp, LoadOp, Operation, StoreOp, Value
+from tc_ir.types import F32 as F32_IR
 from tc_ir.types import PointerType, ScalarType, TileType, element_of
 
 from .context import Ctx, TileVal, lowering_error
@@ -333,11 +334,21 @@ LOAD_AND_ADD_BATCH = 16
 
 def _load_and_add(ctx: Ctx, add: BinaryOp, load: LoadOp, ptrs: dict[Key, ir.Value],
                   vectors: list[list[Key]]) -> TileVal:
-    """`add`'s result: inline-asm statements that each load a batch of vectors (up to
-    LOAD_AND_ADD_BATCH elements) and then add them, so that no scheduler can gather all the
-    loads first (see _accumulating_add) while a batch's loads overlap."""
+    """`add`'s result: the loaded vectors added to the other operand as they arrive
+    (_asm_load_add), so that no scheduler can gather all the loads first (see
+    _accumulating_add)."""
     acc = ctx.values[_other_operand(add, load.result)]
     assert isinstance(acc, TileVal)
+    t = add.result.type
+    assert isinstance(t, TileType)
+    return TileVal(ctx.map_of(t), _asm_load_add(ctx, acc.vals, ptrs, vectors), t.element)
+
+
+def _asm_load_add(ctx: Ctx, acc: dict[Key, ir.Value], ptrs: dict[Key, ir.Value],
+                  vectors: list[list[Key]]) -> dict[Key, ir.Value]:
+    """acc + the f32 vectors at ptrs (one pointer per vector, at its first key): inline-asm
+    statements that each load a batch of vectors (up to LOAD_AND_ADD_BATCH elements) and then
+    add them, so that a batch's loads overlap and the loaded values never all sit in registers."""
     sums: dict[Key, ir.Value] = {}
     batches: list[list[list[Key]]] = []
     for keys in vectors:
@@ -359,12 +370,47 @@ def _load_and_add(ctx: Ctx, add: BinaryOp, load: LoadOp, ptrs: dict[Key, ir.Valu
         text = f"{{ .reg .f32 {', '.join(temps)}; {' '.join(loads)} {adds} }}"
         constraints = ",".join(["=f"] * n + ["f"] * n + ["l"] * len(batch))
         ret: ir.Type = F32 if n == 1 else ir.LiteralStructType([F32] * n)
-        r = ctx.asm(ret, text, constraints, [*(acc.vals[k] for k in flat), *(ptrs[keys[0]] for keys in batch)],
+        r = ctx.asm(ret, text, constraints, [*(acc[k] for k in flat), *(ptrs[keys[0]] for keys in batch)],
                     side_effect=True)
         sums.update(zip(flat, [r] if n == 1 else [ctx.b.extract_value(r, i) for i in range(n)]))
-    t = add.result.type
+    return sums
+
+
+def _partial_chunks(ctx: Ctx, op: Operation, t: TileType) -> tuple[list[list[Key]], dict[Key, ir.Value]]:
+    """A partial sum's register chunks (vectors of 4 where they divide) and the address of each
+    in slot `slot` of the workspace: chunk c of thread t at partials + slot * numel +
+    (c * threads + t) * vector elements (tc.partial_store: coalesced whatever the layout)."""
+    m = ctx.map_of(t)
+    keys = list(m.keys)
+    threads = 32 * ctx.options.num_warps
+    if len(keys) * threads != t.numel or len(set(keys)) != len(keys):
+        raise lowering_error(f"internal error: a partial sum of {t} is not one element per register", op.loc)
+    vec = 4 if len(keys) % 4 == 0 else (2 if len(keys) % 2 == 0 else 1)
+    b = ctx.b
+    slot = b.mul(ctx.scalar(op.operands[1]), ir.Constant(I32, t.numel))
+    start = b.add(slot, b.mul(ctx.tid, ir.Constant(I32, vec)))
+    base = b.gep(ctx.scalar(op.operands[0]), [b.sext(start, I64)], source_etype=F32)
+    chunks = [keys[i:i + vec] for i in range(0, len(keys), vec)]
+    ptrs = {c[0]: b.gep(base, [ir.Constant(I64, j * vec * threads)], source_etype=F32) if j else base
+            for j, c in enumerate(chunks)}
+    return chunks, ptrs
+
+
+def lower_partial_store(ctx: Ctx, op: Operation) -> None:
+    t = op.operands[2].type
     assert isinstance(t, TileType)
-    return TileVal(ctx.map_of(t), sums, t.element)
+    chunks, ptrs = _partial_chunks(ctx, op, t)
+    tile = ctx.tile(op.operands[2])
+    for keys in chunks:
+        _plain_store(ctx, ptrs[keys[0]], F32_IR, [tile.vals[k] for k in keys])
+
+
+def lower_partial_add(ctx: Ctx, op: Operation) -> None:
+    t = op.results[0].type
+    assert isinstance(t, TileType)
+    chunks, ptrs = _partial_chunks(ctx, op, t)
+    acc = ctx.tile(op.operands[2])
+    ctx.values[op.results[0]] = TileVal(acc.map, _asm_load_add(ctx, acc.vals, ptrs, chunks), t.element)
 
 
 def store_vector(
@@ -543,6 +589,8 @@ def _register() -> None:
     LOWERINGS["tc.store"] = lower_store
     LOWERINGS["tc.atomic_rmw"] = lower_atomic
     LOWERINGS["tc.atomic_cas"] = lower_atomic
+    LOWERINGS["tc.partial_store"] = lower_partial_store
+    LOWERINGS["tc.partial_add"] = lower_partial_add
 
 
 _register()

@@ -126,8 +126,8 @@ class CompileOptions:
     #: the grid (one per SM) takes whole programs round robin for the full waves, then an equal
     #: share of the last wave's reduction-loop iterations (when that wave is at least a quarter
     #: full); a program cut between CTAs meets its partial sums in a workspace the runtime
-    #: allocates. No SM idles through a partly filled last wave. Measured not faster than the
-    #: plain persistent kernel for tf32 on an H100 (BENCHMARKS.md): an option to try, not a default.
+    #: allocates. No SM idles through a partly filled last wave. On an H100 it paid for a tf32
+    #: A B at 8192^3 and not at 4096^3 (BENCHMARKS.md, twenty-ninth session): a config option.
     stream_k: bool = attrs.field(default=False, validator=_check_bool)
     debug: bool = attrs.field(default=False, validator=_check_bool)
     verify: bool = attrs.field(default=True, validator=_check_bool)

@@ -35,12 +35,15 @@ copies' first coordinates (`k_range`). Before pipelining, `plan` puts placeholde
 k0, k1, iters and the program's slot at the top of the kernel; after it, `build` inserts the
 exchange of partial sums before the epilogue and the loop over the work items that replaces them.
 
-Measured (H100, tf32 256x128x32 C = A B, BENCHMARKS.md, twenty-ninth session): not faster than the
-plain persistent kernel, so an option the tuner does not try. Sharing a full wave and the partial
-one (Q - 1 waves whole, as kernels/matmul_streamk.tc does) cost 20% at 4096^3: the CTAs' segments
-start at different k, so the operand panels' k-slices are no longer read by every CTA at once and
-L2 hits fall (85% -> 65%, DRAM reads 268 -> 751 MB). Sharing the last wave only: 4096^3 0.92-0.94x
-cuBLAS against 0.97 plain (L2 hits 81%, DRAM 318 MB), 8192^3 within the noise of plain.
+The partial sums go through the workspace in the order of the threads' registers
+(tc.partial_store / tc.partial_add): coalesced 16-byte vectors whatever the accumulator's layout.
+
+Measured (H100, C = A B, BENCHMARKS.md, twenty-ninth session): sharing a full wave and the partial
+one (Q - 1 waves whole, as kernels/matmul_streamk.tc does) cost 20% at tf32 4096^3: the CTAs'
+segments start at different k, so the operand panels' k-slices are no longer read by every CTA
+at once and L2 hits fall (85% -> 65%, DRAM reads 268 -> 751 MB). Sharing the last wave only, tf32
+256x128x32 with GROUP_SIZE 4: 8192^3 0.98-1.00x cuBLAS against 0.96-0.98 without (tc_torch's tf32
+list offers it), 4096^3 0.93 against 0.96-0.98 (the tuner leaves it).
 """
 
 from __future__ import annotations
@@ -48,36 +51,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import attrs
-from tc_ir.layouts import Slice
 from tc_ir.ops import (
+    AddPtrOp,
     AtomicCASOp,
     AtomicRMWOp,
-    BinaryOp,
     Block,
     BlockArgument,
-    BroadcastOp,
     CastOp,
     ConditionOp,
-    ConstantOp,
     DotOp,
-    ExpandDimsOp,
     ForOp,
     Function,
     IfOp,
-    LoadOp,
-    MakeRangeOp,
     Operation,
+    PartialAddOp,
+    PartialStoreOp,
     ReturnOp,
-    SplatOp,
     StoreOp,
     UndefOp,
     Value,
     WhileOp,
     WorkspaceOp,
     YieldOp,
-    AddPtrOp,
 )
-from tc_ir.types import I32, PointerType, ScalarType, TileType
+from tc_ir.types import F32, I32, PointerType, ScalarType, TileType
 
 from .ir_utils import constant_of, replace_uses
 from .persistent import grid_of, move_into, program_ids, tile_loop, user_program_ids
@@ -150,8 +147,7 @@ def plan(f: Function, loop: ForOp) -> StreamK | None:
     if acc is None:
         return None
     t = loop.results[acc].type
-    if not isinstance(t, TileType) or t.rank != 2 or not isinstance(t.element, ScalarType) \
-            or not t.element.is_float or t.layout is None:
+    if not isinstance(t, TileType) or t.rank != 2 or t.element != F32 or t.layout is None:
         return None
     at = body.ops.index(loop)
     before, epilogue = body.ops[:at], [op for op in body.ops[at + 1:] if op is not term]
@@ -174,31 +170,6 @@ def plan(f: Function, loop: ForOp) -> StreamK | None:
     return StreamK(loop, acc_uses, epilogue, holders[0], holders[1], holders[2], holders[3],
                    constant_of(lb), ub if upper is None else upper, constant_of(step),  # type: ignore[arg-type]
                    t.numel * t.element.bytes)
-
-
-def _slot(e: _Emitter, partials: Value, slot: Value, t: TileType) -> Value:
-    """Pointers to the partial sum in slot `slot` (i32): partials + slot * M * N + i * N + j, in
-    the accumulator's layout. The slot's offset is added to the rows first: it changes with the
-    work item, so the elements' offsets are computed where they are used (offsets that do not
-    change would be hoisted out of the loop over the work items, 128 registers live through it)."""
-    m, n = t.shape
-    lay = t.layout
-    assert lay is not None
-    col_t, row_t = TileType((m, 1), I32, lay), TileType((1, n), I32, lay)
-    rows: Value = e.add(MakeRangeOp.create([], [TileType((m,), I32, Slice(lay, 1))], {"start": 0, "end": m})).result
-    rows = e.add(ExpandDimsOp.create([rows], [col_t], {"axis": 1})).result
-    rows = e.binary("mul", rows, e.add(ConstantOp.create([], [col_t], {"value": n})).result)
-    base = e.binary("mul", slot, e.const(I32, t.numel))
-    rows = e.binary("add", e.add(SplatOp.create([base], [col_t])).result, rows)
-    cols: Value = e.add(MakeRangeOp.create([], [TileType((n,), I32, Slice(lay, 0))], {"start": 0, "end": n})).result
-    cols = e.add(ExpandDimsOp.create([cols], [row_t], {"axis": 0})).result
-    full = TileType((m, n), I32, lay)
-    offsets = e.binary("add", e.add(BroadcastOp.create([rows], [full])).result,
-                       e.add(BroadcastOp.create([cols], [full])).result)
-    pt = partials.type
-    assert isinstance(pt, PointerType)
-    tile = TileType(t.shape, pt, lay)
-    return e.add(AddPtrOp.create([e.add(SplatOp.create([partials], [tile])).result, offsets], [tile])).result
 
 
 def _exchange(f: Function, sk: StreamK) -> None:
@@ -231,14 +202,13 @@ def _exchange(f: Function, sk: StreamK) -> None:
     be.add(ConditionOp.create([be.cmp("ne", old, sk.k0)], []))
     after.append(YieldOp.create([], []))
     te.add(WhileOp.create([], [], {}, [before, after], loc))
-    earlier = te.add(LoadOp.create([_slot(te, partials, sk.slot, t)], [t], loc=loc)).result
-    te.add(YieldOp.create([te.binary("fadd", acc, earlier)], []))
+    te.add(YieldOp.create([te.add(PartialAddOp.create([partials, sk.slot, acc], [t], loc=loc)).result], []))
     other.append(YieldOp.create([acc], []))
     summed = e.add(IfOp.create([e.cmp("sgt", sk.k0, zero)], [t], {}, [then, other], loc)).results[0]
     # the later iterations: pass the sum on, or run the epilogue on it
     pass_on, finish = Block(), Block()
     pe = _Emitter(pass_on, 0)
-    pe.add(StoreOp.create([_slot(pe, partials, sk.slot, t), summed], [], loc=loc))
+    pe.add(PartialStoreOp.create([partials, sk.slot, summed], [], loc=loc))
     pe.add(AtomicRMWOp.create([flag, sk.k1], [I32], {"kind": "xchg"}, loc=loc))
     pe.add(YieldOp.create([], []))
     for op in sk.epilogue:

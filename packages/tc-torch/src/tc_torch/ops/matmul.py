@@ -97,12 +97,16 @@ TENSOR_CORE_CONFIGS = [
 #: torch at 4096^3 in A B and A B^T, H100 2026-11-25). The persistent 256x128 once more with
 #: groups of 4 rows of tiles (GROUP_SIZE): A B 8192^3 x torch in four interleaved runs (H100,
 #: 2026-11-25/26) 0.972 / 1.004 / 0.977 / 0.960 against 0.960 / 1.001 / 0.946 / 0.953 with 8; at
-#: 4096^3 0.983 / 0.965 against 0.984 / 0.983 (so both are offered; the tuner chooses).
+#: 4096^3 0.983 / 0.965 against 0.984 / 0.983 (so both are offered; the tuner chooses). The
+#: last: stream-K on its last wave (tc_opt.stream_k), A B 8192^3 x cuBLAS 0.994 / 0.984 / 1.002
+#: in three processes against 0.982 / 0.977 / 0.975 for the same tile without (H100,
+#: 2026-11-27); at 4096^3 it loses (0.93 against 0.96-0.98), where the tuner leaves it.
 TF32_CONFIGS = [
     _cfg(256, 128, 32, 8, 4), _cfg(256, 128, 32, 8, 3), _cfg(128, 256, 32, 8, 3), _cfg(128, 128, 32, 8, 4),
     _cfg(128, 128, 32, 4, 4), _cfg(64, 128, 32, 4, 3), _cfg(64, 64, 32, 4, 3),
     _cfg(128, 256, 32, 8, 3, persistent=True), _cfg(256, 128, 32, 8, 4, persistent=True),
     _cfg(256, 128, 32, 8, 4, group=4, persistent=True),
+    _cfg(256, 128, 32, 8, 4, group=4, persistent=True, stream_k=True),
 ]
 #: tf32 with B K-contiguous (A B^T, A^T B^T): nothing is restaged, so a persistent 128x256x32
 #: with 4 stages fits (196,672 bytes) and feeds the loop better than 3 stages: A B^T 4096^3
