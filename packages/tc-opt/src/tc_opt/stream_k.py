@@ -48,7 +48,7 @@ list offers it), 4096^3 0.93 against 0.96-0.98 (the tuner leaves it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 from tc_ir.ops import (
@@ -86,7 +86,8 @@ I64 = ScalarType("i64")
 @attrs.define(eq=False)
 class StreamK:
     """A qualifying kernel's reduction loop (before pipelining) and the placeholders that `build`
-    replaces: the segment's iterations [k0, k1), the iterations of a whole program and the CTA."""
+    replaces: the segment's iterations [k0, k1), the iterations of a whole program and the
+    program's slot in the workspace."""
 
     loop: ForOp
     #: the accumulator's users after the loop, (op, operand index): they find it after pipelining
@@ -101,7 +102,7 @@ class StreamK:
     lower: int
     upper: Value | int
     step: int
-    #: bytes of one CTA's partial sum (the accumulator tile)
+    #: bytes of one partial sum (the accumulator tile: one slot of the workspace)
     partial_bytes: int
 
 
@@ -110,12 +111,16 @@ def _program_independent(f: Function, v: Value) -> bool:
     return (isinstance(v, BlockArgument) and v.block is f.body) or isinstance(constant_of(v), int)
 
 
-def _side_effects(ops: Sequence[Operation]) -> bool:
+def _walk(ops: Sequence[Operation]) -> Iterator[Operation]:
+    """`ops` and every op nested in their regions."""
     for op in ops:
-        for o in [op, *(x for r in op.regions for x in r.walk())]:
-            if isinstance(o, (StoreOp, AtomicRMWOp, AtomicCASOp, ReturnOp)):
-                return True
-    return False
+        yield op
+        for r in op.regions:
+            yield from r.walk()
+
+
+def _side_effects(ops: Sequence[Operation]) -> bool:
+    return any(isinstance(o, (StoreOp, AtomicRMWOp, AtomicCASOp, ReturnOp)) for o in _walk(ops))
 
 
 def _accumulator(loop: ForOp) -> int | None:
@@ -153,16 +158,15 @@ def plan(f: Function, loop: ForOp) -> StreamK | None:
     before, epilogue = body.ops[:at], [op for op in body.ops[at + 1:] if op is not term]
     if _side_effects(before) or _side_effects(loop.body.ops) or not isinstance(term, ReturnOp):
         return None
-    if any(isinstance(o, ReturnOp) for op in epilogue for o in [op, *(x for r in op.regions for x in r.walk())]):
+    if any(isinstance(o, ReturnOp) for o in _walk(epilogue)):
         return None
     acc_uses: list[tuple[Operation, int]] = []
-    for op in epilogue:
-        for o in [op, *(x for r in op.regions for x in r.walk())]:
-            for k, v in enumerate(o.operands):
-                if v in loop.results:
-                    if v is not loop.results[acc]:
-                        return None  # (another carried value read after the loop)
-                    acc_uses.append((o, k))
+    for o in _walk(epilogue):
+        for k, v in enumerate(o.operands):
+            if v in loop.results:
+                if v is not loop.results[acc]:
+                    return None  # (another carried value read after the loop)
+                acc_uses.append((o, k))
     if not acc_uses:
         return None
     holders = [body.insert(0, UndefOp.create([], [I32])).results[0] for _ in range(4)]
