@@ -223,8 +223,9 @@ class GridDimOp(Operation):
 @attrs.define(eq=False, kw_only=True)
 class WorkspaceOp(Operation):
     """A stream-K kernel's workspace (tc_opt.stream_k), which the runtime allocates and passes as
-    hidden parameters after the grid's: `part` "partials" (each CTA's partial accumulator tile) or
-    "flags" (one i32 per CTA, 0 between launches). The result is a scalar pointer."""
+    hidden parameters after the grid's: `part` "partials" (slots of one partial accumulator tile,
+    one per program shared by stream-K) or "flags" (one i32 per slot, 0 between launches). The
+    result is a scalar pointer."""
 
     NAME = "tc.workspace"
     part: str

@@ -326,9 +326,9 @@ def _other_operand(add: BinaryOp, v: Value) -> Value:
     return add.operands[1] if add.operands[0] is v else add.operands[0]
 
 
-#: Elements a thread loads in one asm statement of _load_and_add before adding them: that many
-#: loads are in flight at once (one per statement kept each load's whole latency in the
-#: sum: a 256x128 partial read back took ~50 us on an H100), for that many registers more.
+#: Elements a thread loads in one asm statement of _asm_load_add before adding them: that many
+#: loads are in flight at once, for that many registers more (one vector per statement put every
+#: load's whole latency in a row: 64 round trips for a 128x256 float tile over 8 warps).
 LOAD_AND_ADD_BATCH = 16
 
 

@@ -161,9 +161,8 @@ class Workspace:
     launches on the same stream reuse it (launches on one stream never overlap)."""
 
     def __init__(self, device: driver.Device, ctas: int, partial_bytes: int, stream: int) -> None:
-        slots = ctas
-        self.partials_bytes = -(-slots * partial_bytes // 256) * 256
-        self.buffer = driver.DeviceBuffer(device, self.partials_bytes + 4 * slots)
+        self.partials_bytes = -(-ctas * partial_bytes // 256) * 256
+        self.buffer = driver.DeviceBuffer(device, self.partials_bytes + 4 * ctas)
         self.buffer.zero_async(stream)
         self.partials = self.buffer.ptr
         self.flags = self.buffer.ptr + self.partials_bytes
@@ -189,22 +188,26 @@ def launch_persistently(v: Variant, ctas: int, device: driver.Device | None = No
             return min(total, ctas)
         return persistent_ctas(total, ctas, v.binary.cluster)
 
-    def hidden(gx: int, gy: int, gz: int, stream: int) -> tuple[int, ...]:
-        if not partial_bytes:
-            return (gx, gy, gz)
+    def workspace(stream: int) -> tuple[int, int]:
         w = workspaces.get(stream)
         if w is None:
             assert device is not None, "a stream-K kernel needs its device"
             w = workspaces[stream] = Workspace(device, ctas, partial_bytes, stream)
-        return (gx, gy, gz, w.partials, w.flags)
+        return w.partials, w.flags
 
     def persistent(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
-        run((*args, *hidden(gx, gy, gz, stream)), programs(gx, gy, gz), 1, 1, stream)
+        run((*args, gx, gy, gz), programs(gx, gy, gz), 1, 1, stream)
 
     def persistent_normalized(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
-        run_normalized((*args, *hidden(gx, gy, gz, stream)), programs(gx, gy, gz), 1, 1, stream)
+        run_normalized((*args, gx, gy, gz), programs(gx, gy, gz), 1, 1, stream)
 
-    v.run, v.run_normalized = persistent, persistent_normalized
+    def stream_k(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
+        run((*args, gx, gy, gz, *workspace(stream)), programs(gx, gy, gz), 1, 1, stream)
+
+    def stream_k_normalized(args: tuple[object, ...], gx: int, gy: int, gz: int, stream: int) -> None:
+        run_normalized((*args, gx, gy, gz, *workspace(stream)), programs(gx, gy, gz), 1, 1, stream)
+
+    v.run, v.run_normalized = (stream_k, stream_k_normalized) if partial_bytes else (persistent, persistent_normalized)
 
 
 def _not_initialized(*args: object, **kwargs: object) -> None:

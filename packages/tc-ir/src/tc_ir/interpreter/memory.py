@@ -90,7 +90,7 @@ class Memory:
             raise ValueError("Memory.register needs a contiguous array (register its base instead)")
         address = int(array.ctypes.data)
         if array.nbytes == 0:
-            self._empty[address] = name or f"buffer{len(self._buffers) + len(self._empty)}"
+            self._add_empty(address, name)
             return address
         raw = array.ravel(order="K").view(np.uint8)
         self._add(address, int(array.nbytes), raw, name, array)
@@ -104,8 +104,11 @@ class Memory:
         if nbytes:
             self._add(int(address), int(nbytes), _bytes_at(address, nbytes), name, owner)
         else:
-            self._empty[int(address)] = name or f"buffer{len(self._buffers) + len(self._empty)}"
+            self._add_empty(int(address), name)
         return int(address)
+
+    def _add_empty(self, address: int, name: str | None) -> None:
+        self._empty[address] = name or f"buffer{len(self._buffers) + len(self._empty)}"
 
     def _add(self, base: int, nbytes: int, raw: Array, name: str | None, owner: Any) -> None:
         name = name or f"buffer{len(self._buffers)}"
