@@ -87,6 +87,8 @@ class Ctx:
         self.barrier_threads: int | None = None
         #: A persistent kernel's hidden parameters: the extents of the grid it steps through.
         self.grid_params: list[ir.Value] = []
+        #: A stream-K kernel's workspace parameters by part ("partials", "flags"; tc.workspace).
+        self.workspace_params: dict[str, ir.Value] = {}
         #: CTAs per cluster the kernel is launched in (tc_opt.warp_specialize's multicast: 2).
         self.cluster = 1
         #: Ops another op's lowering already emitted (a load's accumulating add): skipped.

@@ -53,8 +53,8 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
     ctx.grid_params = list(fn.args[len(f.args):len(f.args) + grid])
     for axis, p in enumerate(ctx.grid_params):
         p.name = f"tc_grid_{'xyz'[axis]}"
-    ctx.workspace_params = dict(zip(WORKSPACE_PARAMS, fn.args[len(f.args) + grid:len(f.args) + grid + work]))  # type: ignore[attr-defined]
-    for part, p in ctx.workspace_params.items():  # type: ignore[attr-defined]
+    ctx.workspace_params = dict(zip(WORKSPACE_PARAMS, fn.args[len(f.args) + grid:len(f.args) + grid + work]))
+    for part, p in ctx.workspace_params.items():
         p.name = f"tc_{part}"
     hidden = list(fn.args[len(f.args) + grid + work:])
     for k, p in enumerate(hidden):

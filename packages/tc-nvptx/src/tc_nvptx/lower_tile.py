@@ -96,10 +96,9 @@ def lower_grid_dim(ctx: Ctx, op: GridDimOp) -> None:
 
 @lowers("tc.workspace")
 def lower_workspace(ctx: Ctx, op: WorkspaceOp) -> None:
-    params = getattr(ctx, "workspace_params", {})
-    if op.part not in params:
+    if op.part not in ctx.workspace_params:
         raise lowering_error("internal error: tc.workspace in a kernel that is not stream-K", op.loc)
-    ctx.values[op.result] = params[op.part]
+    ctx.values[op.result] = ctx.workspace_params[op.part]
 
 
 @lowers("tc.make_range")
