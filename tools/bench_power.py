@@ -11,7 +11,8 @@ rounds of the other benchmarks mix that with the cycles; this tool separates the
 
 A case is KIND:SIZE:TILES: KIND fp16, bf16 or tf32 (C = A B; with the suffix dA the product
 dC B^T, both operands K-contiguous); TILES configurations of tc_torch.matmul separated by "/",
-each MB,NB,KB,warps,stages with the letters p (persistent) and s (bulk-store epilogue). torch.matmul
+each MB,NB,KB,warps,stages with tf32_check's option letters (p persistent, s bulk-store
+epilogue, w, m, o, k, n, and gN for GROUP_SIZE N). torch.matmul
 runs first in each case (allow_tf32 for tf32). Each provider's result is checked against a float64
 product first. With several rounds, every other round runs the providers in the reverse order.
 """
@@ -26,7 +27,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tf32_check import parse_config  # noqa: E402  (tools/ is not a package)
 
 #: What nvidia-smi reports each sample, in this order.
 QUERY = "timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active"
@@ -79,20 +85,6 @@ def summarize(name: str, tflops: float, samples: Sequence[Sample], start: float,
                   statistics.mode(s.throttle for s in inside), len(inside))
 
 
-def parse_tile(text: str) -> tuple[tuple[int, int, int, int, int], dict[str, bool]]:
-    """"128,256,64,8,3,p,s" -> ((128, 256, 64, 8, 3), {"persistent": True, "tma_store": True})."""
-    parts = text.split(",")
-    if len(parts) < 5:
-        raise ValueError(f"a tile is MB,NB,KB,warps,stages[,p][,s], got {text!r}")
-    mb, nb, kb, w, st = (int(x) for x in parts[:5])
-    letters = set(parts[5:])
-    unknown = letters - {"p", "s"}
-    if unknown:
-        raise ValueError(f"unknown schedule letters {sorted(unknown)} in {text!r} (p: persistent, s: bulk store)")
-    options = {name: True for name, letter in (("persistent", "p"), ("tma_store", "s")) if letter in letters}
-    return (mb, nb, kb, w, st), options
-
-
 def providers(case: str) -> list[tuple[str, Callable[[], object], float, bool]]:
     """(name, call, FLOPs per call, tf32) of torch and each tile of one case, each checked."""
     import torch
@@ -116,8 +108,7 @@ def providers(case: str) -> list[tuple[str, Callable[[], object], float, bool]]:
     out: list[tuple[str, Callable[[], object], float, bool]] = [
         (f"{kind} {size} torch", functools.partial(torch.matmul, a, y), flops, tf32)]
     for tile in tiles.split("/"):
-        (mb, nb, kb, w, st), options = parse_tile(tile)
-        config = tc.config({"MB": mb, "NB": nb, "KB": kb}, num_warps=w, num_stages=st, options=options or None)
+        config = parse_config(tile, tc.config)
         c = torch.empty(1, size, size, device="cuda", dtype=dtype)
         out.append((f"{kind} {size} tc {tile}",
                     functools.partial(mm.matmul_out, c, a[None], y[None], [config], "tf32" if tf32 else "ieee"),
@@ -135,8 +126,11 @@ def providers(case: str) -> list[tuple[str, Callable[[], object], float, bool]]:
     return checked
 
 
-def run_alone(fn: Callable[[], object], seconds: float) -> tuple[float, float, float]:
-    """(start, end, milliseconds per call) of `fn` called back to back for `seconds`."""
+def run_alone(fn: Callable[[], object], seconds: float, batch: int = 5) -> tuple[float, float, float]:
+    """(start, end, milliseconds per call) of `fn` called back to back for `seconds`. The host
+    waits for the batch of calls before the last one it queued, never for the queue to empty:
+    synchronizing after each batch left the GPU idle while the host queued the next call, a gap
+    that weighed on short kernels and on providers with more host time per call."""
     import torch
 
     torch.cuda.synchronize()
@@ -145,12 +139,17 @@ def run_alone(fn: Callable[[], object], seconds: float) -> tuple[float, float, f
     begin, end = event(enable_timing=True), event(enable_timing=True)
     start = time.time()
     calls = 0
+    queued: list[Any] = []
     begin.record()
     while time.time() - start < seconds:
-        for _ in range(5):
+        for _ in range(batch):
             fn()
-        calls += 5
-        torch.cuda.synchronize()
+        calls += batch
+        done = event()
+        done.record()
+        queued.append(done)
+        if len(queued) > 2:
+            queued.pop(0).synchronize()
     end.record()
     torch.cuda.synchronize()
     return start, time.time(), begin.elapsed_time(end) / calls

@@ -96,16 +96,23 @@ OPTION_LETTERS = {"p": ("persistent", True), "s": ("tma_store", True), "n": ("wa
 
 
 def parse_config(text: str, config: Callable[..., Any]) -> Any:
-    """`MB,NB,KB,warps,stages` and option letters (OPTION_LETTERS) as a tc_runtime config."""
+    """`MB,NB,KB,warps,stages` and option letters (OPTION_LETTERS; gN: GROUP_SIZE N) as a
+    tc_runtime config made by `config`; a ValueError names what is malformed."""
     fields = text.split(",")
-    mb, nb, kb, w, s = (int(x) for x in fields[:5])
+    try:
+        mb, nb, kb, w, s = (int(x) for x in fields[:5])
+    except ValueError:
+        raise ValueError(f"a configuration is MB,NB,KB,warps,stages[,letters], got {text!r}") from None
     defines: dict[str, int] = {"MB": mb, "NB": nb, "KB": kb}
     options = {}
     for field in fields[5:]:
-        if field[:1] == "g":  # g16: GROUP_SIZE rows of tiles in the program order (default 8)
+        if field[:1] == "g" and field[1:].isdigit():  # g16: GROUP_SIZE rows of tiles in the program order
             defines["GROUP_SIZE"] = int(field[1:])
-        else:
+        elif field in OPTION_LETTERS:
             options[OPTION_LETTERS[field][0]] = OPTION_LETTERS[field][1]
+        else:
+            raise ValueError(f"unknown option letter {field!r} in {text!r} (letters: {', '.join(OPTION_LETTERS)}; "
+                             f"gN: GROUP_SIZE N)")
     return config(defines, num_warps=w, num_stages=s, options=options or None)
 
 
