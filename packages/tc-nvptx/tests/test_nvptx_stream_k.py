@@ -55,7 +55,7 @@ def test_stream_k_exchanges_partial_sums() -> None:
     assert 'tc.workspace {part = "partials"}' in ir and 'tc.workspace {part = "flags"}' in ir
     assert "tc.while" in ir  # the spin on the flag
     # one compare-and-swap (the wait, acquire) and one exchange (the pass-on, released by fences)
-    assert len(re.findall(r"atom\.acq_rel\.\w+\.global\.cas\.b32", k.ptx)) == 1
+    assert len(re.findall(r"atom\.acq_rel\.gpu\.global\.cas\.b32", k.ptx)) == 1 and ".sys" not in k.ptx
     assert len(re.findall(r"atom\.global\.exch\.b32", k.ptx)) == 1
     assert "tc.partial_store" in ir and "tc.partial_add" in ir
     # 128 floats a thread in registers order: 32 vectors of 4, chunk c of thread t at (c * 256 +

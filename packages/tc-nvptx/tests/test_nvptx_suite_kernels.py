@@ -97,6 +97,10 @@ def test_integer_and_float_atomics(arch: str) -> None:
     assert re.search(r"atom(\.\w+)*\.global\.cas\.b32", ptx)  # atomic_cas, and the float max loop
     assert re.search(r"max\.f32", ptx)  # fmax is a compare-and-swap loop of max.f32
     assert re.search(r"atom\.global\.exch\.b32", ptx)
+    # acquire-release among the GPU's threads: fences and compare-and-swap of scope .gpu, none of
+    # the system's (a fence.acq_rel.sys waits until the host could see every earlier store)
+    assert re.search(r"fence\.acq_rel\.gpu;", ptx) and re.search(r"atom\.acq_rel\.gpu\.global\.cas\.b32", ptx)
+    assert ".sys" not in ptx
     # thread 0 does a scalar atomic, and its old value reaches every thread through shared memory
     # between two barriers
     assert re.search(r"st\.shared\.b32.*\n(.*\n)*?\s*bar\.sync\s+0;\n(.*\n)*?\s*ld\.shared\.b32", ptx)

@@ -19,9 +19,9 @@ STREAM_K_CONFIGS = {
 #: (124 shared by stream-K), 297 (33 shared, each cut between four CTAs: chains of partial sums;
 #: fp16's 289 programs leave 25, too few to share), K of 2 k-steps (segments of one or two
 #: iterations), 2 batches of 96 programs (60 shared, straddling the two matrices), K = 0 (nothing
-#: shared: zeros), fewer programs than SMs (plain persistent).
+#: shared: zeros), fewer programs than SMs: 72, 40 and 8 (plain persistent, one CTA each).
 CASES = [(1, 4096, 2048, 1000), (1, 2176, 4224, 3000), (1, 4096, 2048, 40), (2, 1000, 3000, 520),
-         (1, 2048, 4096, 0), (1, 512, 512, 300)]
+         (1, 2048, 4096, 0), (1, 1536, 1536, 700), (1, 1280, 1024, 300), (1, 512, 512, 300)]
 
 
 @pytest.mark.gpu

@@ -13,7 +13,9 @@ Functions (all element-wise on tiles, scalars broadcast):
 - fma(a, b, c): the common float type.
 - select(c, a, b): like `c ? a : b` but both sides evaluated; c converts to bool.
 - atomic_add/atomic_max/atomic_min/atomic_xchg(ptr, value[, mask]): the old values (type of
-  `*ptr`, shape of the broadcast of the operands); atomic_cas(ptr, cmp, value) likewise.
+  `*ptr`, shape of the broadcast of the operands); atomic_cas(ptr, cmp, value) likewise. On the
+  GPU each is acquire-release among the GPU's threads (PTX scope .gpu, Triton's default): enough
+  for programs of a launch, and later launches, to hand data over; not ordered with the host.
 - __debug_barrier(): void.
 """
 

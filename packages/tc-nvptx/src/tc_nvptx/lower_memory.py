@@ -484,6 +484,14 @@ _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "fmax": "fma
 #: atomic_xchg then orders the plain loads and stores between them (with relaxed atomics the
 #: H100 let programs read a stale counter inside the lock).
 _ORDERING = "acq_rel"
+#: ... among the threads of the GPU (LLVM's syncscope "device", PTX's .gpu; Triton's default
+#: scope, and CUDA's atomicAdd's): the programs of a launch and the launches after it. LLVM's
+#: default, the system, made every fence a `fence.acq_rel.sys`, which waits until the host could
+#: see the stores before it: a stream-K exchange of partial sums (a spin on atomic_cas) took
+#: microseconds per step.
+_SCOPE = "device"
+#: (llvmlite's cmpxchg takes no scope: it writes the ordering where LLVM reads the scope first)
+_SCOPED_ORDERING = f'syncscope("{_SCOPE}") {_ORDERING}'
 
 
 def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pred: ir.Value | None) -> ir.Value:
@@ -496,16 +504,16 @@ def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pr
             kind = _RMW.get(op.kind)
             if kind is None:
                 raise lowering_error(f"unknown atomic {op.kind}", op.loc)
-            return b.atomic_rmw(kind, ptr, args[0], _ORDERING)
+            return b.atomic_rmw(kind, ptr, args[0], _SCOPED_ORDERING)
         cmp, new = args
         if not isinstance(ty, ir.IntType):
             # cmpxchg takes integers only: compare and swap the bits (atom.cas.b32), as the
             # interpreter does (-0.0 differs from 0.0, a NaN matches its own bits)
             ity = ir.IntType(bits_of(element_of(op.results[0].type)))
             cmp, new = b.bitcast(cmp, ity), b.bitcast(new, ity)
-            r = b.cmpxchg(ptr, cmp, new, _ORDERING, "acquire")
+            r = b.cmpxchg(ptr, cmp, new, _SCOPED_ORDERING, "acquire")
             return b.bitcast(b.extract_value(r, 0), ty)
-        r = b.cmpxchg(ptr, cmp, new, _ORDERING, "acquire")
+        r = b.cmpxchg(ptr, cmp, new, _SCOPED_ORDERING, "acquire")
         return b.extract_value(r, 0)
 
     if pred is None:
@@ -528,9 +536,9 @@ def _atomic_one(ctx: Ctx, op: Operation, ptr: ir.Value, args: list[ir.Value], pr
 def lower_atomic(ctx: Ctx, op: Operation) -> None:
     # LLVM's NVPTX back end keeps the ordering of cmpxchg but emits read-modify-write atomics as
     # relaxed: fences around the op make each of them acquire-release as a whole
-    ctx.b.fence(_ORDERING)
+    ctx.b.fence(_ORDERING, _SCOPE)
     _lower_atomic(ctx, op)
-    ctx.b.fence(_ORDERING)
+    ctx.b.fence(_ORDERING, _SCOPE)
 
 
 def _lower_atomic(ctx: Ctx, op: Operation) -> None:
