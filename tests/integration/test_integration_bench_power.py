@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import bench_power as bp  # noqa: E402
+from tf32_check import parse_config  # noqa: E402  (bench_power's tiles: the other tools' notation)
 
 
 def test_a_sample_line_is_read_with_its_fraction_of_a_second() -> None:
@@ -45,18 +46,18 @@ def test_tiles_name_their_schedule_with_letters() -> None:
     def config(defines: dict[str, int], **kw: object) -> tuple[dict[str, int], dict[str, object]]:
         return defines, kw
 
-    assert bp.parse_config("128,256,64,8,3", config) == (
+    assert parse_config("128,256,64,8,3", config) == (
         {"MB": 128, "NB": 256, "KB": 64}, {"num_warps": 8, "num_stages": 3, "options": None})
-    assert bp.parse_config("256,128,32,8,4,p,s,k,g4", config) == (
+    assert parse_config("256,128,32,8,4,p,s,k,g4", config) == (
         {"MB": 256, "NB": 128, "KB": 32, "GROUP_SIZE": 4},
         {"num_warps": 8, "num_stages": 4, "options": {"persistent": True, "tma_store": True, "stream_k": True}})
-    assert bp.parse_config("128,256,64,8,4,n", config)[1]["options"] == {"warp_specialize": False}
+    assert parse_config("128,256,64,8,4,n", config)[1]["options"] == {"warp_specialize": False}
     with pytest.raises(ValueError, match="unknown option letter 'x'"):
-        bp.parse_config("128,256,64,8,3,x", config)
+        parse_config("128,256,64,8,3,x", config)
     with pytest.raises(ValueError, match="unknown option letter 'gx'"):
-        bp.parse_config("128,256,64,8,3,gx", config)
+        parse_config("128,256,64,8,3,gx", config)
     with pytest.raises(ValueError, match="MB,NB,KB,warps,stages"):
-        bp.parse_config("128,256,64", config)
+        parse_config("128,256,64", config)
 
 
 def test_rounds_alternate_the_order_of_the_providers() -> None:
