@@ -83,6 +83,11 @@ TENSOR_CORE_CONFIGS = [
     # to others. H100, 2026-11-26, tutorial kernel x cuBLAS in 7 interleaved rounds: 0.968
     # against 0.945 for 128x256x64/8/3 persistent (0.845 for 128x160)
     _cfg(256, 160, 64, 8, 3, **PERSISTENT),
+    # 64x128 tiles with K steps of 64: products too small to give every SM a 128x128 tile.
+    # H100, 2026-11-27, Nsight cycles of one launch (cuBLAS 14.2 k at 1024^3, 25.6 k at 1536^3):
+    # 1024^3 /4/6 14.1 k, /4/4 15.2 k, /4/3 18.1 k against 17.9 k for the best 128x128 tile;
+    # 1536^3 32.5 k (/4/3) against 36.6 k
+    _cfg(64, 128, 64, 4, 3), _cfg(64, 128, 64, 4, 4), _cfg(64, 128, 64, 4, 6),
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
