@@ -452,6 +452,32 @@ def test_matmul_tiles_of_192_columns_on_the_gpu(ta: bool, tb: bool, dtype: torch
             assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.defines)
 
 
+#: The 64x128x64 tensor-core configurations (for products too small to fill the SMs with larger
+#: tiles), with 3, 4 and 6 stages.
+SMALL_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
+                 if (c.defines["MB"], c.defines["NB"], c.defines["KB"]) == ("64", "128", "64")]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_small_tiles_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # each configuration alone, at shapes that cut its tiles in M, N and K (K of one step, of
+    # fewer steps than stages, and of many)
+    assert sorted(c.num_stages for c in SMALL_CONFIGS) == [3, 4, 6]
+    torch.manual_seed(0)
+    for m, n, k in [(1000, 777, 300), (65, 129, 40), (1024, 1024, 1024), (200, 3000, 130)]:
+        a = _operand(m, k, ta, dtype).cuda()
+        b = _operand(k, n, tb, dtype).cuda()
+        ref = a.float() @ b.float()
+        for c in SMALL_CONFIGS:
+            got = torch.full((1, m, n), float("nan"), device="cuda", dtype=dtype)
+            mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c])
+            err = float((got[0].float() - ref).abs().max())
+            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.num_stages)
+
+
 #: The tensor-core configurations that overlap a program's epilogue with the next one's first
 #: product (tc_opt.overlap_epilogue).
 OVERLAP_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS if (c.options or {}).get("overlap_epilogue")]
