@@ -359,3 +359,29 @@ def test_kernels_under_cuda_graph_capture() -> None:
     second.replay()
     torch.cuda.synchronize()
     assert z.tolist() == [4.0] * 256
+
+
+def test_a_dumped_kernel_edited_by_hand_runs_in_place_of_the_compilers(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """TC_KERNEL_DUMP_DIR writes the PTX; an edited copy in TC_KERNEL_OVERRIDE_DIR is what the
+    driver loads and runs (here the sum turned into a difference)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path / "cache"))
+    dump, override = tmp_path / "dump", tmp_path / "override"
+    monkeypatch.setenv("TC_KERNEL_DUMP_DIR", str(dump))
+    n = 1000
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    z = torch.empty_like(x)
+    tc.kernel(ADD_SRC, device="cuda:0", defines={"BLOCK": 256})(z.data_ptr(), x.data_ptr(), y.data_ptr(), n, grid=(4,))
+    assert torch.equal(z, x + y)
+    (file,) = dump.iterdir()
+    ptx = file.read_text()
+    assert "add.rn.f32" in ptx
+    override.mkdir()
+    (override / file.name).write_text(ptx.replace("add.rn.f32", "sub.rn.f32"))
+    monkeypatch.delenv("TC_KERNEL_DUMP_DIR")
+    monkeypatch.setenv("TC_KERNEL_OVERRIDE_DIR", str(override))
+    k = tc.kernel(ADD_SRC, device="cuda:0", defines={"BLOCK": 256})
+    k(z.data_ptr(), x.data_ptr(), y.data_ptr(), n, grid=(4,))
+    assert torch.equal(z, x - y)
+    assert "sub.rn.f32" in k.asm("ptx")

@@ -7,8 +7,11 @@ the first one published wins and the others keep it (see `cache.KernelCache.put`
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import attrs
 
 from . import compiler, knobs
 from .binary import KernelBinary
@@ -50,17 +53,46 @@ def compile_cached(source: str, *, filename: str, name: str | None, defines: Map
                         options)
     cache = None if knobs.disable_cache() else KernelCache()
     key = kernel_key(base, arch, num_warps, num_stages, spec)
-    if cache is not None and not knobs.always_compile():
-        hit = cache.get(key)
-        if hit is not None:
-            return hit
-    binary = compiler.compile_source(source, defines=defines, kernel=name, arch=arch,
-                                     num_warps=num_warps, num_stages=num_stages,
-                                     specialization=tuple(spec), filename=filename,
-                                     options=options)
-    if cache is not None:
-        cache.put(key, binary)
-    return binary
+    binary = cache.get(key) if cache is not None and not knobs.always_compile() else None
+    if binary is None:
+        binary = compiler.compile_source(source, defines=defines, kernel=name, arch=arch,
+                                         num_warps=num_warps, num_stages=num_stages,
+                                         specialization=tuple(spec), filename=filename,
+                                         options=options)
+        if cache is not None:
+            cache.put(key, binary)
+    return dumped_or_overridden(binary, key)
+
+
+def kernel_file_name(name: str, key: str) -> str:
+    """The file of a kernel in TC_KERNEL_DUMP_DIR and TC_KERNEL_OVERRIDE_DIR: its name and the
+    first 16 hex digits of its cache key (one per source, defines, configuration and toolchain)."""
+    return f"{name}-{key[:16]}.ptx"
+
+
+def dumped_or_overridden(binary: KernelBinary, key: str) -> KernelBinary:
+    """`binary`, its PTX written to TC_KERNEL_DUMP_DIR when that is set, or replaced by the PTX
+    of its file in TC_KERNEL_OVERRIDE_DIR when there is one (then without a cubin: the driver
+    compiles the PTX; a note on stderr names the file)."""
+    file = kernel_file_name(binary.name, key)
+    dump = knobs.kernel_dump_dir()
+    if dump is not None:
+        try:
+            dump.mkdir(parents=True, exist_ok=True)
+            (dump / file).write_text(binary.ptx)
+        except OSError as exc:
+            raise OSError(f"TC_KERNEL_DUMP_DIR: cannot write {dump / file}: {exc}") from exc
+    override = knobs.kernel_override_dir()
+    if override is None or not (override / file).is_file():
+        return binary
+    try:
+        ptx = (override / file).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OSError(f"TC_KERNEL_OVERRIDE_DIR: cannot read {override / file}: {exc}") from exc
+    print(f"tc: kernel '{binary.name}' is loaded from {override / file} (TC_KERNEL_OVERRIDE_DIR)",
+          file=sys.stderr)
+    return attrs.evolve(binary, ptx=ptx, cubin=None, registers=None, spills=None,
+                        asm={**binary.asm, "ptx": ptx})
 
 
 def build(source: str, *, arch: str = "sm_90", defines: Mapping[str, object] | None = None,

@@ -698,7 +698,7 @@ class Kernel(functools.partial[None]):
         if stage == "cubin":
             if v.binary.cubin is None:
                 raise ValueError(f"kernel '{v.binary.name}' has no cubin (ptxas was not found when "
-                                 f"it was compiled)")
+                                 f"it was compiled, or its PTX came from TC_KERNEL_OVERRIDE_DIR)")
             return v.binary.cubin.hex()
         text = v.binary.asm.get(stage)
         if text is None:

@@ -26,6 +26,25 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("tc", appauthor=False))
 
 
+def _dir(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+def kernel_dump_dir() -> Path | None:
+    """TC_KERNEL_DUMP_DIR: the folder where the runtime writes the PTX of every kernel it compiles
+    or reads from the disk cache, as NAME-KEY.ptx (build.kernel_file_name), to read, or to edit
+    and load back through TC_KERNEL_OVERRIDE_DIR."""
+    return _dir("TC_KERNEL_DUMP_DIR")
+
+
+def kernel_override_dir() -> Path | None:
+    """TC_KERNEL_OVERRIDE_DIR: a kernel whose NAME-KEY.ptx lies in this folder is loaded from that
+    PTX (the driver compiles it) instead of the compiler's: a hand-edited kernel timed in place of
+    its original. Nothing from it reaches the disk cache."""
+    return _dir("TC_KERNEL_OVERRIDE_DIR")
+
+
 def always_compile() -> bool:
     """TC_ALWAYS_COMPILE=1: never read compiled kernels from the disk cache (still write them)."""
     return _flag("TC_ALWAYS_COMPILE")
