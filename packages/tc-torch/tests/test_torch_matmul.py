@@ -440,16 +440,22 @@ def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgm
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_matmul_tiles_of_192_columns_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
     # each configuration alone, at shapes that cut its tiles in M, N and K
+    _each_configuration_alone(WIDE_CONFIGS, [(1000, 777, 3000), (129, 4100, 520), (3072, 3072, 256)], ta, tb, dtype)
+
+
+def _each_configuration_alone(configs: list[Any], shapes: list[tuple[int, int, int]], ta: bool, tb: bool,
+                              dtype: torch.dtype) -> None:
+    """Each of `configs` forced alone on (M, N, K) products of `shapes`, against torch in float32."""
     torch.manual_seed(0)
-    for m, n, k in [(1000, 777, 3000), (129, 4100, 520), (3072, 3072, 256)]:
+    for m, n, k in shapes:
         a = _operand(m, k, ta, dtype).cuda()
         b = _operand(k, n, tb, dtype).cuda()
         ref = a.float() @ b.float()
-        for c in WIDE_CONFIGS:
+        for c in configs:
             got = torch.full((1, m, n), float("nan"), device="cuda", dtype=dtype)
             mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c])
             err = float((got[0].float() - ref).abs().max())
-            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.defines)
+            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.defines, c.num_stages)
 
 
 #: The 64x128x64 tensor-core configurations (for products too small to fill the SMs with larger
@@ -466,16 +472,8 @@ def test_matmul_small_tiles_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -
     # each configuration alone, at shapes that cut its tiles in M, N and K (K of one step, of
     # fewer steps than stages, and of many)
     assert sorted(c.num_stages for c in SMALL_CONFIGS) == [3, 4, 6]
-    torch.manual_seed(0)
-    for m, n, k in [(1000, 777, 300), (65, 129, 40), (1024, 1024, 1024), (200, 3000, 130)]:
-        a = _operand(m, k, ta, dtype).cuda()
-        b = _operand(k, n, tb, dtype).cuda()
-        ref = a.float() @ b.float()
-        for c in SMALL_CONFIGS:
-            got = torch.full((1, m, n), float("nan"), device="cuda", dtype=dtype)
-            mm.matmul_out(got, a.unsqueeze(0), b.unsqueeze(0), configs=[c])
-            err = float((got[0].float() - ref).abs().max())
-            assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.num_stages)
+    _each_configuration_alone(SMALL_CONFIGS, [(1000, 777, 300), (65, 129, 40), (1024, 1024, 1024), (200, 3000, 130)],
+                              ta, tb, dtype)
 
 
 #: The tensor-core configurations that overlap a program's epilogue with the next one's first
