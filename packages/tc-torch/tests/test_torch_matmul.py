@@ -407,9 +407,28 @@ WIDE_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
                 if any(int(c.defines[d]) & (int(c.defines[d]) - 1) for d in ("MB", "NB"))]  # type: ignore[call-overload]
 
 
+#: The 64x128x64 tensor-core configurations (for products too small to fill the SMs with larger
+#: tiles), with 3, 4 and 6 stages.
+SMALL_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
+                 if (c.defines["MB"], c.defines["NB"], c.defines["KB"]) == ("64", "128", "64")]
+
+
 def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgmma() -> None:
     # 128x192, 256x192 and 256x160 tiles: wgmma m64n192k16 (m64n160k16) reading TMA copies, no
     # local-memory spills
+    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {  # type: ignore[call-overload]
+        (128, 192), (256, 192), (256, 160)}
+    _assert_compiled_for_wgmma(WIDE_CONFIGS)
+
+
+def test_matmul_configurations_include_small_tiles_that_compile_for_wgmma() -> None:
+    assert sorted(c.num_stages for c in SMALL_CONFIGS) == [3, 4, 6]
+    _assert_compiled_for_wgmma(SMALL_CONFIGS)
+
+
+def _assert_compiled_for_wgmma(configs: list[Any]) -> None:
+    """Each of `configs` compiled for sm_90a (fp16 A B^T): one wgmma m64n{NB}k16 reading TMA copies,
+    no plain global loads, no local-memory spills (where ptxas is there to say)."""
     import shutil
 
     import tc_nvptx
@@ -418,9 +437,7 @@ def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgm
     from tc_torch.library import source
     from tc_torch.ops.matmul import A_VARIANTS, B_VARIANTS
 
-    assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {  # type: ignore[call-overload]
-        (128, 192), (256, 192), (256, 160)}
-    for c in WIDE_CONFIGS:
+    for c in configs:
         defines = {"TYPE": "half", "ACC": "float", **A_VARIANTS[False], **B_VARIANTS[True], **c.defines}
         flags = c.options or {}
         options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
@@ -458,12 +475,6 @@ def _each_configuration_alone(configs: list[Any], shapes: list[tuple[int, int, i
             assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (m, n, k, c.defines, c.num_stages)
 
 
-#: The 64x128x64 tensor-core configurations (for products too small to fill the SMs with larger
-#: tiles), with 3, 4 and 6 stages.
-SMALL_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
-                 if (c.defines["MB"], c.defines["NB"], c.defines["KB"]) == ("64", "128", "64")]
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -471,7 +482,6 @@ SMALL_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
 def test_matmul_small_tiles_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
     # each configuration alone, at shapes that cut its tiles in M, N and K (K of one step, of
     # fewer steps than stages, and of many)
-    assert sorted(c.num_stages for c in SMALL_CONFIGS) == [3, 4, 6]
     _each_configuration_alone(SMALL_CONFIGS, [(1000, 777, 300), (65, 129, 40), (1024, 1024, 1024), (200, 3000, 130)],
                               ta, tb, dtype)
 
