@@ -67,3 +67,10 @@ def test_rounds_alternate_the_order_of_the_providers() -> None:
     assert bp.in_turns(runs, 1) == ["tc b", "tc a", "torch"]
     places = {name: [bp.in_turns(runs, r).index(name) for r in range(2)] for name in runs}
     assert all(sum(p) == len(runs) - 1 for p in places.values())
+
+
+def test_a_wrong_result_is_timed_only_when_asked_and_then_under_a_name_that_says_so() -> None:
+    assert bp.judged("tc", 1e-3, False) == "tc" == bp.judged("tc", 1e-3, True)
+    assert bp.judged("tc", 0.5, False) is None
+    assert bp.judged("tc", float("nan"), False) is None
+    assert bp.judged("tc", 0.5, True) == "tc (WRONG)"

@@ -402,7 +402,7 @@ def test_matmul_stream_k_on_the_gpu(shape: tuple[int, int, int]) -> None:
                     assert err < 0.5 + 2e-2 * ref.abs().max().item(), (dtype, ta, tb, err)
 
 
-#: The tensor-core configurations whose tiles are not powers of two (192 or 160 columns).
+#: The tensor-core configurations whose tiles are not powers of two (192, 160 or 96 columns, 192 rows).
 WIDE_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
                 if any(int(c.defines[d]) & (int(c.defines[d]) - 1) for d in ("MB", "NB"))]  # type: ignore[call-overload]
 
@@ -414,10 +414,10 @@ SMALL_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
 
 
 def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgmma() -> None:
-    # 128x192, 256x192 and 256x160 tiles: wgmma m64n192k16 (m64n160k16) reading TMA copies, no
-    # local-memory spills
+    # 128x192, 256x192, 256x160 and 192x96 tiles: wgmma m64n192k16 (m64n160k16, m64n96k16)
+    # reading TMA copies, no local-memory spills
     assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {  # type: ignore[call-overload]
-        (128, 192), (256, 192), (256, 160)}
+        (128, 192), (256, 192), (256, 160), (192, 96)}
     _assert_compiled_for_wgmma(WIDE_CONFIGS)
 
 

@@ -88,6 +88,12 @@ TENSOR_CORE_CONFIGS = [
     # 1024^3 /4/6 14.1 k, /4/4 15.2 k, /4/3 18.1 k against 17.9 k for the best 128x128 tile;
     # 1536^3 32.5 k (/4/3) against 36.6 k
     _cfg(64, 128, 64, 4, 3), _cfg(64, 128, 64, 4, 4), _cfg(64, 128, 64, 4, 6),
+    # 192x96 (cuBLAS's tile at 1536^3, nvjet 192x96 with 5 stages): 1536^3 is then 128 tiles, one
+    # per SM, each 1.125 times a 128x128 tile, where 128x128 tiles give 12 SMs two and 64x128
+    # give some three halves. H100, 2026-11-27, Nsight cycles of one launch at 1536^3: 28.7 k
+    # against 32.0 k for 64x128x64/4/3 (cuBLAS 25.6 k); 3 stages 34.9 k, 5 stages 31.5 k,
+    # persistent with a producer warp and bulk stores 29.5 k
+    _cfg(192, 96, 64, 4, 4),
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
