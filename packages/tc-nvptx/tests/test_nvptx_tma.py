@@ -51,22 +51,6 @@ CHECK: mbarrier.inval.shared::cta.b64
     assert "cp.async.cg" not in k.ptx and "cp.async.wait_group" not in k.ptx
 
 
-def test_thread_0_prefetches_each_tensor_map_at_the_kernels_entry() -> None:
-    k = _compile()
-    filecheck(k.ptx, """
-CHECK: cvta.param.u64 [[MAP_B:%rd[0-9]+]], %rd{{[0-9]+}};
-CHECK: cvta.param.u64 [[MAP_A:%rd[0-9]+]], %rd{{[0-9]+}};
-CHECK: setp.eq.b32 [[T0:%p[0-9]+]], %r{{[0-9]+}}, 0;
-CHECK: @[[T0]] prefetch.tensormap [[[MAP_A]]];
-CHECK-NEXT: // end inline asm
-CHECK: @[[T0]] prefetch.tensormap [[[MAP_B]]];
-CHECK-NOT: prefetch.tensormap
-CHECK: mbarrier.init.shared::cta.b64
-""")
-    assert k.ptx.count("prefetch.tensormap") == 2
-    assert "prefetch" not in _compile(tma=False).ptx
-
-
 def _loop_blocks(ptx: str) -> list[tuple[str, list[str]]]:
     """The basic blocks (label, lines) of the loop around the first mbarrier phase wait, in text
     order: the blocks on a path from the wait's block back to it (LLVM may place the latch

@@ -11,7 +11,7 @@ from tc_opt.shared_alloc import allocate
 
 from .context import Ctx, lowering_error
 from .llvm_types import I8, I32, llvm_type
-from .lower_tma import prefetch_tensor_maps, return_from_kernel
+from .lower_tma import return_from_kernel
 from .lowerings import load_all
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -60,7 +60,6 @@ def _kernel(module: ir.Module, f: Function, options: CompileOptions, smem: ir.Gl
     for k, p in enumerate(hidden):
         p.name = f"{PARAM_PREFIX}{k}"
     ctx.tma_params = hidden  # type: ignore[attr-defined]
-    prefetch_tensor_maps(ctx)
     ctx.lower_block(f.body)
     if not isinstance(f.body.terminator, ReturnOp):
         return_from_kernel(ctx)

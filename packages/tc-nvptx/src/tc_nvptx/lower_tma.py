@@ -65,16 +65,6 @@ def _tensor_map(ctx: Ctx, k: int, op: Operation) -> ir.Value:
     return params[k]  # type: ignore[no-any-return]
 
 
-def prefetch_tensor_maps(ctx: Ctx) -> None:
-    """At the kernel's entry, thread 0 asks for every tensor map (`prefetch.tensormap`, as
-    CUTLASS's producers do), so that the first copy of each does not wait for its descriptor to
-    be read from parameter memory."""
-    params = getattr(ctx, "tma_params", None) or []
-    for p in params:
-        ctx.asm(ir.VoidType(), "@$0 prefetch.tensormap [$1];", "b,l,~{memory}", [ctx.thread0(), p],
-                side_effect=True)
-
-
 @lowers("tc.mbarrier_init")
 def lower_mbarrier_init(ctx: Ctx, op: MBarrierInitOp) -> None:
     bars = view_of(ctx, op.operands[0])
