@@ -426,6 +426,34 @@ def test_matmul_configurations_include_small_tiles_that_compile_for_wgmma() -> N
     _assert_compiled_for_wgmma(SMALL_CONFIGS)
 
 
+@pytest.mark.parametrize("type_,b_transposed,configs,fp32_dot", [
+    ("half", False, mm.TENSOR_CORE_CONFIGS, "ieee"),
+    ("float", False, mm.TF32_CONFIGS, "tf32"),
+    ("float", True, [c for c in mm.TF32_K_MAJOR_B_CONFIGS if c not in mm.TF32_CONFIGS], "tf32"),
+], ids=["16-bit A B", "tf32 A B", "tf32 A B^T extras"])
+def test_every_tuner_configuration_compiles_for_sm_90a_without_spills(type_: str, b_transposed: bool,
+                                                                       configs: list[Any], fp32_dot: str) -> None:
+    # the tuner skips a configuration that does not compile and times one that spills: either
+    # would cost speed without a word, so each is compiled here as the runtime compiles it for an
+    # aligned product (every argument divisible by 16), with all of its options
+    import shutil
+
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+
+    assert configs
+    for c in configs:
+        defines = {"TYPE": type_, "ACC": "float", **mm.A_VARIANTS[False], **mm.B_VARIANTS[b_transposed], **c.defines}
+        options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
+                                 specialization=("divisible_by_16",) * 12, fp32_dot=fp32_dot, **(c.options or {}))
+        ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
+        assert "mma" in ck.ptx, (c.defines, c.num_warps, c.num_stages, c.options)
+        if shutil.which("ptxas"):
+            assert ck.spills == 0, (c.defines, c.num_warps, c.num_stages, c.options, ck.spills)
+
+
 def _assert_compiled_for_wgmma(configs: list[Any]) -> None:
     """Each of `configs` compiled for sm_90a (fp16 A B^T): one wgmma m64n{NB}k16 reading TMA copies,
     no plain global loads, no local-memory spills (where ptxas is there to say)."""
