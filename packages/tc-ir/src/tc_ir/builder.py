@@ -67,9 +67,11 @@ class Builder:
     # ---------------------------------------------------------------------- insertion point
 
     def position_at_end(self, block: O.Block) -> None:
+        """Insert new ops at the end of `block` from now on."""
         self.block, self._before = block, None
 
     def position_before(self, op: O.Operation) -> None:
+        """Insert new ops just before `op` (which must be in a block) from now on."""
         if op.parent is None:
             raise BuilderError(f"{op.NAME} is not in a block")
         self.block, self._before = op.parent, op
@@ -141,10 +143,12 @@ class Builder:
         return self._one(O.ConstantOp, [], type, value=normalize_constant(value, type))
 
     def program_id(self, axis: int) -> O.OpResult:
+        """The program's index along grid `axis` (0..2): i32."""
         self._axis(axis)
         return self._one(O.ProgramIdOp, [], I32, axis=axis)
 
     def num_programs(self, axis: int) -> O.OpResult:
+        """The grid size along `axis` (0..2): i32."""
         self._axis(axis)
         return self._one(O.NumProgramsOp, [], I32, axis=axis)
 
@@ -154,6 +158,7 @@ class Builder:
             raise BuilderError(f"grid axis must be 0, 1 or 2, not {axis}")
 
     def make_range(self, start: int, end: int) -> O.OpResult:
+        """The i32 tile start, start+1, ..., end-1 (`end` excluded)."""
         if end <= start:
             raise BuilderError(f"empty range {start} ... {end}")
         return self._one(O.MakeRangeOp, [], TileType((end - start,), I32), start=start, end=end)
@@ -161,11 +166,13 @@ class Builder:
     # ---------------------------------------------------------------------------- shape ops
 
     def splat(self, value: O.Value, shape: Sequence[int]) -> O.OpResult:
+        """A tile of `shape` with the scalar `value` in every element."""
         if isinstance(value.type, TileType):
             raise BuilderError(f"splat of a tile {value.type}")
         return self._one(O.SplatOp, [value], TileType(tuple(shape), value.type))
 
     def broadcast(self, value: O.Value, shape: Sequence[int]) -> O.OpResult:
+        """`value` stretched to `shape` along its size-1 dimensions (the rank stays the same)."""
         t = value.type
         if not isinstance(t, TileType) or t.rank != len(shape):
             raise BuilderError(f"broadcast of {t} to rank {len(shape)}")
@@ -175,6 +182,7 @@ class Builder:
         return self._one(O.BroadcastOp, [value], TileType(tuple(shape), t.element))
 
     def expand_dims(self, value: O.Value, axis: int) -> O.OpResult:
+        """`value` with a new dimension of size 1 inserted at `axis`."""
         shape = list(shape_of(value.type))
         if not 0 <= axis <= len(shape):
             raise BuilderError(f"expand_dims axis {axis} out of range for {value.type}")
@@ -212,6 +220,7 @@ class Builder:
         return t
 
     def binary(self, kind: str, lhs: O.Value, rhs: O.Value) -> O.OpResult:
+        """Element-wise arithmetic `kind` on operands of equal type (float kinds start with f)."""
         if kind not in O.INT_BINARY and kind not in O.FLOAT_BINARY:
             raise BuilderError(f"unknown binary kind {kind!r}")
         t = self._same(kind, lhs, rhs)
@@ -221,20 +230,24 @@ class Builder:
         return self._one(O.BinaryOp, [lhs, rhs], t, kind=kind)
 
     def cmp(self, predicate: str, lhs: O.Value, rhs: O.Value) -> O.OpResult:
+        """Element-wise comparison by `predicate` -> i1 of the operands' shape."""
         if predicate not in O.INT_PREDICATES and predicate not in O.FLOAT_PREDICATES:
             raise BuilderError(f"unknown predicate {predicate!r}")
         t = self._same(predicate, lhs, rhs)
         return self._one(O.CmpOp, [lhs, rhs], like(t, I1), predicate=predicate)
 
     def unary(self, kind: str, value: O.Value, approx: bool = False) -> O.OpResult:
+        """Element-wise unary op or math function `kind`; `approx` picks the fast hardware version."""
         if kind not in O.UNARY_KINDS:
             raise BuilderError(f"unknown unary kind {kind!r}")
         return self._one(O.UnaryOp, [value], value.type, kind=kind, approx=approx)
 
     def fma(self, a: O.Value, b: O.Value, c: O.Value) -> O.OpResult:
+        """a * b + c, rounded once; the three operands have one type."""
         return self._one(O.FmaOp, [a, b, c], self._same("fma", a, b, c))
 
     def select(self, cond: O.Value, a: O.Value, b: O.Value) -> O.OpResult:
+        """cond ? a : b element-wise; `cond` is i1 of the operands' shape or a scalar i1."""
         t = self._same("select", a, b)
         if element_of(cond.type) != I1 or shape_of(cond.type) not in ((), shape_of(t)):
             raise BuilderError(f"select condition {cond.type} does not fit {t}")
@@ -300,6 +313,8 @@ class Builder:
         other: O.Value | None = None,
         volatile: bool = False,
     ) -> O.OpResult:
+        """Read through the pointers in `ptr`; where `mask` is false nothing is read and the result is
+        `other` (undefined without it)."""
         result = like(ptr.type, self._pointee(ptr))
         self._check_mask(ptr, mask)
         operands = [ptr]
@@ -314,6 +329,7 @@ class Builder:
         return self._one(O.LoadOp, operands, result, volatile=volatile)
 
     def store(self, ptr: O.Value, value: O.Value, mask: O.Value | None = None) -> O.Operation:
+        """Write `value` through the pointers in `ptr`; nothing is written where `mask` is false."""
         if value.type != like(ptr.type, self._pointee(ptr)):
             raise BuilderError(f"store of {value.type} through {ptr.type}")
         self._check_mask(ptr, mask)
@@ -323,6 +339,8 @@ class Builder:
     def atomic_rmw(
         self, kind: str, ptr: O.Value, value: O.Value, mask: O.Value | None = None
     ) -> O.OpResult:
+        """Atomically combine `value` into memory at each pointer by `kind` (add, max, xchg, ...); returns the
+        old values."""
         if value.type != like(ptr.type, self._pointee(ptr)):
             raise BuilderError(f"atomic {kind} of {value.type} through {ptr.type}")
         self._check_mask(ptr, mask)
@@ -330,6 +348,7 @@ class Builder:
         return self._one(O.AtomicRMWOp, operands, value.type, kind=kind)
 
     def atomic_cas(self, ptr: O.Value, cmp: O.Value, value: O.Value) -> O.OpResult:
+        """Atomically write `value` at each pointer whose memory equals `cmp`; returns the old values."""
         t = self._same("atomic_cas", cmp, value)
         if t != like(ptr.type, self._pointee(ptr)):
             raise BuilderError(f"atomic_cas of {t} through {ptr.type}")
@@ -348,6 +367,7 @@ class Builder:
         return self._one(O.ReduceOp, [value], _with_shape(t.element, shape), kind=kind, axis=axis)
 
     def dot(self, a: O.Value, b: O.Value, acc: O.Value, precision: str = "ieee") -> O.OpResult:
+        """acc + a @ b for 2-D tiles a [M, K], b [K, N], acc [M, N]; `precision` is "ieee" or "tf32"."""
         ta, tb, tc = a.type, b.type, acc.type
         if not (
             isinstance(ta, TileType)
@@ -361,6 +381,7 @@ class Builder:
         return self._one(O.DotOp, [a, b, acc], tc, precision=precision)
 
     def barrier(self) -> O.Operation:
+        """A barrier across the program's threads (`__debug_barrier()`)."""
         return self.create(O.BarrierOp, [], [])
 
     def assume(self, value: O.Value, multiple_of: int = 1, aligned: int = 1) -> O.OpResult:
@@ -417,14 +438,18 @@ class Builder:
         return op
 
     def yield_(self, values: Sequence[O.Value] = ()) -> O.Operation:
+        """End a for/if/while(after) region, passing `values` on."""
         return self.create(O.YieldOp, list(values), [])
 
     def condition(self, cond: O.Value, values: Sequence[O.Value] = ()) -> O.Operation:
+        """End a while's `before` region: `values` go to `after` while the scalar i1 `cond` holds, else
+        they are the loop's results."""
         if cond.type != I1:
             raise BuilderError(f"while condition must be a scalar i1, not {cond.type}")
         return self.create(O.ConditionOp, [cond, *values], [])
 
     def ret(self) -> O.Operation:
+        """End the function (kernels return nothing)."""
         return self.create(O.ReturnOp, [], [])
 
 

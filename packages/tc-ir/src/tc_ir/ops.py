@@ -68,21 +68,25 @@ class Block:
         self.parent: Operation | None = None
 
     def add_arg(self, type: IRType, name_hint: str | None = None) -> BlockArgument:
+        """Append a new argument of `type` to the block and return it."""
         arg = BlockArgument(type, self, len(self.args), name_hint)
         self.args.append(arg)
         return arg
 
     def append(self, op: Operation) -> Operation:
+        """Add `op` at the end of the block, which becomes its parent; returns `op`."""
         op.parent = self
         self.ops.append(op)
         return op
 
     def insert(self, index: int, op: Operation) -> Operation:
+        """Add `op` at position `index` of the block, which becomes its parent; returns `op`."""
         op.parent = self
         self.ops.insert(index, op)
         return op
 
     def remove(self, op: Operation) -> None:
+        """Take `op` out of the block (uses of its results are the caller's to replace: there are no use lists)."""
         self.ops.remove(op)
         op.parent = None
 
@@ -150,6 +154,7 @@ class Operation:
         return tuple(f.name for f in attrs.fields(cls) if f.name not in base)
 
     def attributes(self) -> dict[str, Any]:
+        """The op's own attributes by name, with their current values."""
         return {n: getattr(self, n) for n in self.attribute_names()}
 
     @property
@@ -163,6 +168,7 @@ class Operation:
         return self.result.type
 
     def walk(self) -> Iterator[Operation]:
+        """This op and, depth first, every op in the blocks it owns (pre-order)."""
         yield self
         for r in self.regions:
             yield from r.walk()
@@ -610,6 +616,7 @@ class Function:
         return [i for i, a in enumerate(self.arg_attrs) if a.get("unsigned")]
 
     def walk(self) -> Iterator[Operation]:
+        """Every op of the kernel's body, depth first (pre-order)."""
         return self.body.walk()
 
 
@@ -622,12 +629,14 @@ class Module:
     attributes: dict[str, Any] = attrs.field(factory=dict)
 
     def function(self, name: str) -> Function:
+        """The function called `name` (KeyError if there is none)."""
         for f in self.functions:
             if f.name == name:
                 return f
         raise KeyError(name)
 
     def walk(self) -> Iterator[Operation]:
+        """Every op of every function, depth first (pre-order)."""
         for f in self.functions:
             yield from f.walk()
 

@@ -199,6 +199,7 @@ def print_op(op: Operation) -> str:
 
 
 def print_function(fn: Function) -> str:
+    """The function's text on its own, outside a module; `ir_parser.parse_function` reads it back."""
     p = _Printer()
     p.function(fn, 0)
     return "\n".join(p.lines) + "\n"

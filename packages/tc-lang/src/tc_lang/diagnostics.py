@@ -113,6 +113,7 @@ class TcCompileError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """All the diagnostics rendered as the user sees them, one after another."""
         return "\n".join(d.render() for d in self.diagnostics)
 
     def __str__(self) -> str:

@@ -17,6 +17,9 @@ class PtxasError(RuntimeError):
 
 @attrs.frozen
 class PtxasInfo:
+    """What ptxas reported for a kernel: registers per thread, spill stores and loads, shared memory and
+    stack frame in bytes, and its whole `log`."""
+
     registers: int = 0
     spill_stores: int = 0
     spill_loads: int = 0

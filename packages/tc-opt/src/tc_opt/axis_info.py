@@ -51,6 +51,9 @@ def pow2_divisor(n: int) -> int:
 
 @attrs.frozen
 class AxisInfo:
+    """What the analysis knows of one value: contiguity, divisibility and constancy per dimension
+    (see the module docstring), and the scalar or splat constant `value` when known."""
+
     contiguity: tuple[int, ...]
     divisibility: tuple[int, ...]
     constancy: tuple[int, ...]
@@ -110,6 +113,7 @@ class AxisAnalysis:
         self._block(function.body)
 
     def info(self, v: Value) -> AxisInfo:
+        """The facts about `v` (nothing known, all ones, where the analysis has none)."""
         f = self.facts.get(v)
         return f if f is not None else unknown(v.type)
 

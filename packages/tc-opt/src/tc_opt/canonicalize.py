@@ -109,6 +109,8 @@ class Canonicalize(Pass):
     name = "canonicalize"
 
     def run(self, module: Module) -> None:
+        """Fold and simplify each function until nothing changes (at most 8 rounds), then merge
+        selects of loads into masked loads."""
         for f in module.functions:
             changed = True
             rounds = 0

@@ -84,8 +84,12 @@ def _blocks(block: Block) -> list[Block]:
 
 
 class CombineDotAdd(Pass):
+    """Accumulate inside the dot: `acc + dot(a, b, 0)` becomes `dot(a, b, acc)` where no result
+    changes."""
+
     name = "combine-dot"
 
     def run(self, module: Module) -> None:
+        """Fold `acc + dot(a, b, 0)` into `dot(a, b, acc)` wherever that changes no result."""
         for f in module.functions:
             combine_block(f.body, f.body)

@@ -28,9 +28,12 @@ def _key(op: Operation) -> Hashable | None:
 
 
 class CommonSubexpressionElimination(Pass):
+    """Common-subexpression elimination: an op equal to one that dominates it is replaced by it."""
+
     name = "cse"
 
     def run(self, module: Module) -> None:
+        """Replace each op by an equal op that dominates it (loads are never merged)."""
         for f in module.functions:
             self._block(f.body, {}, {})
 

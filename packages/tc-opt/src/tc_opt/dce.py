@@ -17,9 +17,12 @@ def _removable(op: Operation) -> bool:
 
 
 class DeadCodeElimination(Pass):
+    """Dead-code elimination: ops without side effects whose results nobody uses are dropped."""
+
     name = "dce"
 
     def run(self, module: Module) -> None:
+        """Drop the ops without side effects whose results nobody uses."""
         for f in module.functions:
             eliminate_dead_code(f.body)
 

@@ -500,6 +500,8 @@ class AssignLayouts(Pass):
     name = "assign-layouts"
 
     def run(self, module: Module) -> None:
+        """Give every tile a layout (recording `num_warps`), inserting convert_layout where producer
+        and consumer disagree."""
         nw = self.options.num_warps
         module.attributes["num_warps"] = nw
         for f in module.functions:
@@ -533,6 +535,7 @@ class RemoveTrivialConverts(Pass):
     name = "remove-converts"
 
     def run(self, module: Module) -> None:
+        """Drop convert_layout ops to the layout their source already has, folding chains of two."""
         from .ir_utils import replace_uses
 
         for f in module.functions:

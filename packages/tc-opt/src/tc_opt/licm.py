@@ -77,8 +77,12 @@ def hoist_block(block: Block) -> int:
 
 
 class LoopInvariantCodeMotion(Pass):
+    """Loop-invariant code motion: pure ops whose operands come from outside a loop run once,
+    in front of it."""
+
     name = "licm"
 
     def run(self, module: Module) -> None:
+        """Move the pure, loop-invariant ops of every loop in front of it, so they run once."""
         for f in module.functions:
             hoist_block(f.body)

@@ -22,6 +22,7 @@ class Pass:
         self.options = options or CompileOptions()
 
     def run(self, module: Module) -> None:
+        """Transform (or analyze) `module` in place."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -110,6 +111,7 @@ class PassManager:
         self.keep_after: set[str] = set()
 
     def add(self, p: Pass) -> PassManager:
+        """Append the pass `p`; returns the manager, so that calls chain."""
         self.passes.append(p)
         return self
 
@@ -126,6 +128,8 @@ class PassManager:
         return self.print_after_all or name in self.print_after or name in env or "all" in env
 
     def run(self, module: Module) -> Module:
+        """Run the passes on `module` in order, verifying, timing and printing after each as configured;
+        returns `module`, changed in place."""
         verify = _verifier() if self.verify else None
         for p in self.passes:
             start = time.perf_counter()

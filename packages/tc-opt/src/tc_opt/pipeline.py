@@ -26,6 +26,7 @@ from .tma_store import TmaStores
 
 
 def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
+    """The pass manager that compiles a kernel's module for the GPU target of `options`."""
     o = options or CompileOptions()
     passes = [
         SpecializeArguments(o),

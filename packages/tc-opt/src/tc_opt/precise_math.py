@@ -15,6 +15,7 @@ class PreciseMath(Pass):
     name = "precise-math"
 
     def run(self, module: Module) -> None:
+        """Clear `approx` on every unary math op when `precise_math` is set."""
         if not self.options.precise_math:
             return
         for op in module.walk():

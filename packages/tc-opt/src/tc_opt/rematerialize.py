@@ -158,5 +158,6 @@ class Rematerialize(Pass):
     name = "rematerialize"
 
     def run(self, module: Module) -> None:
+        """Recompute right after each loop the cheap tiles used only after it, instead of keeping them live."""
         for f in module.functions:
             rematerialize_block(f.body)

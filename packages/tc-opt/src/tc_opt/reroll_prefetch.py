@@ -309,6 +309,7 @@ class RerollPrefetch(Pass):
     name = "reroll-prefetch"
 
     def run(self, module: Module) -> None:
+        """Rewrite each provably equivalent hand-prefetched loop operand into a load at the top of the body."""
         for f in module.functions:
             reroll_prefetches(f.body)
 

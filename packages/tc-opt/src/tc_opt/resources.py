@@ -52,6 +52,7 @@ class ResourceLimitError(TcResourceError):
 
 
 def max_shared_bytes(arch: str) -> int:
+    """The opt-in maximum of dynamic shared memory per block on `arch` (48 KB for unlisted targets)."""
     return MAX_SHARED_BYTES.get(arch, 48 * KB)
 
 
@@ -111,6 +112,8 @@ class CheckResources(Pass):
     name = "check-resources"
 
     def run(self, module: Module) -> None:
+        """Raise `ResourceLimitError` where the module needs more shared memory than the target has, or
+        register tiles too large for its threads."""
         needed = int(module.attributes.get("shared_bytes", 0))
         loc = module.functions[0].loc if module.functions else None
         check_shared(needed, self.options, loc)

@@ -173,6 +173,9 @@ def scratch_bytes(op: Operation) -> int:
 
 @attrs.define
 class Allocation:
+    """Where `allocate` put the buffers: each op's byte offset in the kernel's one shared buffer, and
+    that buffer's `size` in bytes."""
+
     offsets: dict[Operation, int] = attrs.field(factory=dict)
     size: int = 0
 
@@ -230,6 +233,7 @@ def exclusive(a: Operation, b: Operation) -> bool:
 
 
 def allocate(f: Function) -> Allocation:
+    """Place the shared-memory buffer of every op of `f` that needs one, first fit over their lifetimes."""
     index, end = _number(f)
     users: dict[object, list[Operation]] = {}
     for op in f.walk():
@@ -285,9 +289,13 @@ def runs_first_in_shared_memory(f: Function, alloc: Allocation, op: Operation) -
 
 
 class AllocateShared(Pass):
+    """Give every op that exchanges data through shared memory its offset in the kernel's one
+    dynamic buffer (first fit over lifetimes) and record the total bytes."""
+
     name = "allocate-shared"
 
     def run(self, module: Module) -> None:
+        """Allocate each function's shared memory and record the largest total in `shared_bytes`."""
         total = 0
         for f in module.functions:
             total = max(total, allocate(f).size)

@@ -27,6 +27,9 @@ METADATA_VERSIONS = (1,)
 
 @attrs.frozen
 class KernelBinary:
+    """A compiled kernel as the runtime keeps and loads it: the PTX, the cubin when ptxas ran, and the
+    metadata a launch needs."""
+
     name: str
     arch: str
     ptx: str
@@ -115,9 +118,11 @@ class KernelBinary:
             raise ValueError(f"malformed kernel metadata: {exc}") from None
 
     def info(self) -> dict[str, Any]:
+        """The kernel's metadata (name, arch, signature, num_warps, registers, ...), as `metadata()`."""
         return self.metadata()
 
     def to_json(self) -> str:
+        """The metadata as versioned JSON text: the sidecar file of a precompiled PTX or cubin."""
         return json.dumps({"version": METADATA_VERSIONS[-1], **self.metadata()}, sort_keys=True)
 
     def dumps(self) -> str:

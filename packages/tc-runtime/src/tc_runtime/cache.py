@@ -89,6 +89,7 @@ class KernelCache:
         self.root = Path(root) if root is not None else knobs.cache_dir()
 
     def entry_dir(self, key: str) -> Path:
+        """The directory of the entry for `key` (whether or not it exists)."""
         return self.root / key[:2] / key
 
     # ------------------------------------------------------------------------------------ read
@@ -145,6 +146,7 @@ class KernelCache:
     # --------------------------------------------------------------- small JSON records
 
     def record_path(self, key: str) -> Path:
+        """The file of the small JSON record for `key` (whether or not it exists)."""
         return self.root / key[:2] / f"{key}.json"
 
     def get_record(self, key: str) -> dict[str, Any] | None:

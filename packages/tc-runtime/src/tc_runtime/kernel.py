@@ -523,6 +523,7 @@ class Kernel(functools.partial[None]):
         self.run_cpu(ck, args, grid)
 
     def run_cpu(self, ck: CpuKernel, args: Sequence[object], grid: object) -> None:
+        """Launch the interpreter's kernel `ck` on `args` over `grid` (a tuple, or a callable of the options)."""
         g = normalize_grid(grid, ck.opt, DEFAULT_MAX_GRID, ck.signature.kernel)
         ck.launch(args, g)
 
@@ -612,6 +613,7 @@ class Kernel(functools.partial[None]):
         return self._signature
 
     def cache(self) -> KernelCache | None:
+        """The disk cache of compiled kernels, or None when TC_DISABLE_CACHE is set."""
         return None if knobs.disable_cache() else KernelCache()
 
     def variant(self, index: int, spec: tuple[int, ...]) -> Variant:

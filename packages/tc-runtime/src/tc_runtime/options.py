@@ -104,6 +104,7 @@ class Config:
                 f"num_stages={self.num_stages}{extra})")
 
     def key(self) -> tuple[object, ...]:
+        """The configuration as a hashable tuple, equal for equal configurations (to drop duplicates)."""
         base = (tuple(sorted(self.defines.items())), self.num_warps, self.num_stages)
         return (*base, tuple(sorted(self.options.items()))) if self.options else base
 
