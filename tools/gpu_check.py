@@ -108,10 +108,13 @@ def run_pytest(r: Report) -> None:
     # a kernel that hangs blocks inside the driver, where no signal reaches it: the thread method
     # ends the worker process (xdist reports the test as failed and starts a new worker)
     # the interpreter side of the GPU-vs-interpreter tests is CPU-bound: spread it out
+    env = dict(os.environ)
     if importlib.util.find_spec("xdist") is not None:
         cmd[3:3] = ["-n", os.environ.get("TC_GPU_CHECK_WORKERS", "8")]
+        # (the test processes already share the cores: no compile workers of their own each)
+        env.setdefault("TC_COMPILE_WORKERS", "0")
     r.say(" ".join(cmd))
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
     text = proc.stdout + proc.stderr
     if OUT is not None:
         (OUT / "pytest-gpu.log").write_text(text)

@@ -265,6 +265,7 @@ def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path / "cache"))
     for knob in ("TC_SKIP_AUTOTUNING", "TC_PRINT_AUTOTUNING", "TC_ALWAYS_COMPILE"):
         monkeypatch.delenv(knob, raising=False)
+    monkeypatch.setenv("TC_COMPILE_WORKERS", "0")  # (compiled in this process unless a test asks)
     yield cu
 
 
@@ -423,6 +424,35 @@ def test_autotune_skips_configs_that_fail(fake: FakeCuda, capsys: pytest.Capture
     none = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [3, 5]})
     with pytest.raises(Exception, match="power of (two|2)|BLOCK|range"):
         none(buf.ctypes.data, 64, grid=(1,))
+
+
+def test_autotune_compiles_the_configurations_in_worker_processes(fake: FakeCuda,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from tc_runtime import compiler
+
+    _add_one(fake)
+    monkeypatch.setenv("TC_COMPILE_WORKERS", "2")
+    compiled_here: list[object] = []
+    real = compiler.compile_source
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        compiled_here.append(kwargs.get("defines"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compiler, "compile_source", counted)
+    configs = [tc.config(num_warps=w) for w in (1, 2, 4)]
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [16, 32, 64]}, autotune_configs=configs)
+    buf = fake.alloc(4 * 64)
+    k(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    np.testing.assert_array_equal(_floats(buf), 1)
+    # the nine configurations came from the workers through the disk cache: none compiled here
+    assert len(k._compiled) == 9 and compiled_here == []
+    # a configuration that does not compile fails in its worker and again here, where it is
+    # reported and skipped as before
+    bad = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [3, 128, 256, 512]})
+    bad(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+    assert bad.opt.BLOCK in (128, 256, 512)
+    assert [d["BLOCK"] for d in compiled_here] == ["3"]  # type: ignore[index]
 
 
 def test_skip_autotuning_takes_the_first(fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:

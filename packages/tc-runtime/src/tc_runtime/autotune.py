@@ -128,6 +128,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
                 pass
     candidates: list[Variant] = []
     errors: list[BaseException] = []
+    kernel.precompile(spec)  # (in parallel processes, into the disk cache the loop below reads)
     for i, config in enumerate(kernel.configs):
         try:
             candidates.append(kernel.variant(i, spec))

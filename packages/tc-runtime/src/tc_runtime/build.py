@@ -48,6 +48,18 @@ def compile_cached(source: str, *, filename: str, name: str | None, defines: Map
                    options: Mapping[str, object] | None = None) -> KernelBinary:
     """The compiled kernel from the disk cache, or compiled now and stored. `options` are the
     extra compiler options (`options.compile_options`); `base`, when given, must include them."""
+    binary, key = cached_binary(source, filename=filename, name=name, defines=defines, arch=arch,
+                                num_warps=num_warps, num_stages=num_stages, spec=spec, base=base,
+                                options=options)
+    return dumped_or_overridden(binary, key)
+
+
+def cached_binary(source: str, *, filename: str, name: str | None, defines: Mapping[str, str],
+                  arch: str, num_warps: int, num_stages: int, spec: Sequence[str | None],
+                  base: Mapping[str, Any] | None = None,
+                  options: Mapping[str, object] | None = None) -> tuple[KernelBinary, str]:
+    """compile_cached's kernel and cache key, before TC_KERNEL_DUMP_DIR / TC_KERNEL_OVERRIDE_DIR
+    (tc_runtime.precompile's workers fill the cache through this alone)."""
     if base is None:
         base = base_key(compiler.cache_source(source, defines, filename), filename, name, defines,
                         options)
@@ -61,7 +73,7 @@ def compile_cached(source: str, *, filename: str, name: str | None, defines: Map
                                          options=options)
         if cache is not None:
             cache.put(key, binary)
-    return dumped_or_overridden(binary, key)
+    return binary, key
 
 
 def kernel_file_name(name: str, key: str) -> str:

@@ -664,6 +664,22 @@ class Kernel(functools.partial[None]):
             launch_persistently(v, self._device.sm_count, self._device)
         return v
 
+    def precompile(self, spec: tuple[int, ...]) -> int:
+        """Compile the configurations not built yet for specialization `spec` into the disk
+        cache, in parallel processes (tc_runtime.precompile), so that the auto-tuner's
+        one-by-one build then reads them; returns how many worker processes ran."""
+        if self._device is None or self._binary_fixed is not None:
+            return 0
+        from . import precompile
+
+        options_spec = self._resolve_signature().options_specialization(spec)
+        jobs = [precompile.job(self.source, filename=self.filename, name=self.name, defines=c.defines,
+                               arch=self._device.arch, num_warps=c.num_warps, num_stages=c.num_stages,
+                               spec=options_spec, options=self.options_of(i))
+                for i, c in enumerate(self.configs)
+                if (i, spec) not in self._compiled and (i, spec) not in self._failed]
+        return precompile.precompile(jobs)
+
     def _binary(self, index: int, spec: tuple[str | None, ...]) -> KernelBinary:
         assert self._device is not None
         if self._binary_fixed is not None:

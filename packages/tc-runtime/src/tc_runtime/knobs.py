@@ -45,6 +45,22 @@ def kernel_override_dir() -> Path | None:
     return _dir("TC_KERNEL_OVERRIDE_DIR")
 
 
+def compile_workers() -> int:
+    """TC_COMPILE_WORKERS=N: how many processes compile an auto-tuned kernel's configurations at
+    once before it is timed (tc_runtime.precompile); 0 or 1 compiles them one by one in this
+    process. By default one per CPU core, at most 8 (the caller only waits for them)."""
+    value = os.environ.get("TC_COMPILE_WORKERS", "").strip()
+    if not value:
+        return max(1, min(8, os.cpu_count() or 1))
+    try:
+        workers = int(value)
+    except ValueError:
+        workers = -1
+    if workers < 0:
+        raise ValueError(f"TC_COMPILE_WORKERS must be a whole number of processes (0 or more), got {value!r}")
+    return workers
+
+
 def always_compile() -> bool:
     """TC_ALWAYS_COMPILE=1: never read compiled kernels from the disk cache (still write them)."""
     return _flag("TC_ALWAYS_COMPILE")
