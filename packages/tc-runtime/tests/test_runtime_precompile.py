@@ -75,6 +75,17 @@ def test_no_worker_starts_where_it_could_not_help(monkeypatch: pytest.MonkeyPatc
     assert precompile.precompile(jobs, workers=4) == 0
 
 
+def test_jobs_that_cannot_be_keyed_or_sent_are_left_to_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = _jobs([32, 64, 128])
+    broken = dict(jobs[0], source='#include "nowhere.h"\n' + SRC)  # the preprocessor fails on it
+    assert precompile.missing([broken, *jobs[1:]]) == jobs[1:]
+    unsendable = [dict(j, options={"flag": object()}) for j in jobs]  # not JSON
+    assert precompile.precompile(unsendable, workers=2) == 0
+    monkeypatch.setattr("sys.executable", "")
+    assert precompile.precompile(jobs, workers=2) == 0
+    assert len(precompile.missing(jobs)) == 3
+
+
 def test_a_worker_that_cannot_start_leaves_its_share_to_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise OSError("no processes left")

@@ -48,7 +48,15 @@ def missing(jobs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     if knobs.disable_cache() or knobs.always_compile():
         return []
     cache = KernelCache()
-    return [j for j in jobs if not cache.entry_dir(_key(j)).is_dir()]
+    out = []
+    for j in jobs:
+        try:
+            key = _key(j)
+        except Exception:  # noqa: BLE001  (e.g. an #include that fails: the caller reports it)
+            continue
+        if not cache.entry_dir(key).is_dir():
+            out.append(j)
+    return out
 
 
 def _key(j: Mapping[str, Any]) -> str:
@@ -65,16 +73,20 @@ def precompile(jobs: Sequence[Mapping[str, Any]], workers: int | None = None) ->
     TC_COMPILE_WORKERS) and wait for them; returns how many workers ran (0: nothing was worth
     it, and the caller compiles everything itself)."""
     workers = knobs.compile_workers() if workers is None else workers
-    if workers < 2:
+    if workers < 2 or not sys.executable:  # (an embedded interpreter may have no executable)
         return 0
     todo = missing(jobs)
     if len(todo) < MIN_JOBS:
         return 0
     shares = [todo[i::workers] for i in range(min(workers, len(todo)))]
+    try:
+        payloads = [json.dumps(share).encode() for share in shares]
+    except (TypeError, ValueError):  # (options that are not JSON: compiled by the caller)
+        return 0
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
     procs = []
-    for share in shares:
+    for payload in payloads:
         try:
             proc = subprocess.Popen([sys.executable, "-m", "tc_runtime.precompile"], stdin=subprocess.PIPE,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -83,7 +95,7 @@ def precompile(jobs: Sequence[Mapping[str, Any]], workers: int | None = None) ->
         try:
             assert proc.stdin is not None
             with proc.stdin:  # (the worker reads all of it first, so this never waits long)
-                proc.stdin.write(json.dumps(share).encode())
+                proc.stdin.write(payload)
         except OSError:
             proc.kill()
             proc.wait()
