@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import autotune, compiler, driver, fastcall, knobs, tensor_maps
+from . import autotune, compiler, driver, fastcall, knobs, precompile, tensor_maps
 from .binary import KernelBinary
 from .binary import read as read_binary
 from .build import base_key, compile_cached
@@ -670,8 +670,6 @@ class Kernel(functools.partial[None]):
         one-by-one build then reads them; returns how many worker processes ran."""
         if self._device is None or self._binary_fixed is not None:
             return 0
-        from . import precompile
-
         options_spec = self._resolve_signature().options_specialization(spec)
         jobs = [precompile.job(self.source, filename=self.filename, name=self.name, defines=c.defines,
                                arch=self._device.arch, num_warps=c.num_warps, num_stages=c.num_stages,

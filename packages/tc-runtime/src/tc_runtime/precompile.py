@@ -5,10 +5,11 @@ half a second to a second (the passes in Python, LLVM, ptxas): tc_torch.matmul's
 configurations took 12.3 s one after another on a two-core machine, 7.5 s with four workers.
 Here the configurations missing from the disk cache are shared among up to TC_COMPILE_WORKERS
 processes (`python -m tc_runtime.precompile`, jobs as JSON on stdin), each of which compiles its
-share into the cache; the tuner then finds them there. Nothing depends on the workers: a job that fails in one (a configuration that does
-not compile, a worker that cannot start or is killed) is simply compiled again by the caller,
-which reports its errors as before. Workers are fresh interpreters (no fork of a process that
-holds a CUDA context), started with this process's import path, and are given a time limit.
+share into the cache; the tuner then finds them there. Nothing depends on the workers: a job
+that fails in one (a configuration that does not compile, a worker that cannot start or is
+killed) is simply compiled again by the caller, which reports its errors as before. Workers are
+fresh interpreters (no fork of a process that holds a CUDA context), started with this process's
+import path, and are given a time limit.
 """
 
 from __future__ import annotations
