@@ -427,11 +427,13 @@ def test_autotune_skips_configs_that_fail(fake: FakeCuda, capsys: pytest.Capture
 
 
 def test_autotune_compiles_the_configurations_in_worker_processes(fake: FakeCuda,
+                                                                  capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from tc_runtime import compiler
 
     _add_one(fake)
     monkeypatch.setenv("TC_COMPILE_WORKERS", "2")
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
     compiled_here: list[object] = []
     real = compiler.compile_source
 
@@ -447,6 +449,7 @@ def test_autotune_compiles_the_configurations_in_worker_processes(fake: FakeCuda
     np.testing.assert_array_equal(_floats(buf), 1)
     # the nine configurations came from the workers through the disk cache: none compiled here
     assert len(k._compiled) == 9 and compiled_here == []
+    assert "2 processes compiled the configurations in" in capsys.readouterr().err
     # a configuration that does not compile fails in its worker and again here, where it is
     # reported and skipped as before
     bad = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [3, 128, 256, 512]})

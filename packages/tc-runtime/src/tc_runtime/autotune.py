@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import statistics
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -128,7 +129,11 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
                 pass
     candidates: list[Variant] = []
     errors: list[BaseException] = []
-    kernel.precompile(spec)  # (in parallel processes, into the disk cache the loop below reads)
+    start = time.perf_counter()
+    workers = kernel.precompile(spec)  # (in parallel processes, into the disk cache read below)
+    if workers:
+        _say(f"{label}: {workers} processes compiled the configurations in "
+             f"{time.perf_counter() - start:.1f} s (TC_COMPILE_WORKERS)")
     for i, config in enumerate(kernel.configs):
         try:
             candidates.append(kernel.variant(i, spec))
