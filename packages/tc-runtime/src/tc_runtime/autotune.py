@@ -2,6 +2,8 @@
 
 On a GPU every configuration that compiles and loads is timed on the caller's arguments with CUDA
 events (a warm-up launch, then repetitions each after an L2 flush) and the fastest by median wins.
+Those missing from the disk cache are compiled first by worker processes, several at once
+(tc_runtime.precompile, TC_COMPILE_WORKERS).
 A GPU's speed drifts while it is timed one configuration after another: heavy kernels heat it and
 its clocks fall, so the configurations timed first look faster (an H100 timing 8192^3 matmuls saw
 the first 10% faster than the same kernel in interleaved rounds), far more than the few percent
