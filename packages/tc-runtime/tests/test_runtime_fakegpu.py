@@ -282,6 +282,24 @@ def _add_one(cu: FakeCuda) -> None:
     cu.kernels["acc"] = body
 
 
+def test_a_value_that_breaks_a_declared_multiple_is_refused_on_every_path(fake: FakeCuda) -> None:
+    # `int N __multipleof(8)`: the compiled code may rely on it, so 68 must never reach the driver
+    _add_one(fake)
+    src = ACC_SRC.replace("int N)", "int N __multipleof(8))")
+    k = tc.kernel(src, device="cuda:0", defines={"BLOCK": 32})
+    buf = fake.alloc(4 * 128)
+    for _ in range(3):  # the general path, then the launch entry it builds
+        # 24 and 68 share a specialization (neither divisible by 16): only the check tells them apart
+        k(buf.ctypes.data, 24, grid=(1,))
+        launches = fake.launches
+        with pytest.raises(ValueError, match=r"argument 2 \('N'\) of acc\(.*\): 68 is not a multiple of 8, "
+                                             r"which the kernel declares \(__multipleof\(8\)\)"):
+            k(buf.ctypes.data, 68, grid=(3,))
+        assert fake.launches == launches
+    np.testing.assert_array_equal(_floats(buf)[:24], 3)
+    np.testing.assert_array_equal(_floats(buf)[24:], 0)
+
+
 def test_launch_specializes_and_packs(fake: FakeCuda) -> None:
     _add_one(fake)
     buf = fake.alloc(4 * 64)

@@ -316,3 +316,21 @@ def test_save_into_a_missing_directory_names_it(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(TypeError, match="save writes to a path"):
         tc.save(binary, 5)  # type: ignore[arg-type]
     assert tc.save(binary, tmp_path / "k.json").is_file()
+
+
+def test_the_interpreter_refuses_a_value_that_breaks_a_declared_multiple() -> None:
+    # the spec's transposition with `int ldx __multipleof(8)`: the GPU code loads vectors
+    # through it, so the interpreter refuses a broken promise as the GPU launch does
+    src = """
+__global__ void copy(float* X, float* Y, int n, int ldx __multipleof(8)) {
+    int off[16] = 0 ... 16;
+    *(Y + off) = *(X + off + ldx - ldx);
+}
+"""
+    k = tc.kernel(src, device="cpu")
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, dtype=np.float32)
+    k(x, y, 16, 64, grid=(1,))
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(ValueError, match=r"argument 4 \('ldx'\) of copy\(.*\): 68 is not a multiple of 8"):
+        k(x, y, 16, 68, grid=(1,))

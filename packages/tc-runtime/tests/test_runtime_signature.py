@@ -87,3 +87,30 @@ def test_bf16_scalars_are_packed_as_bits() -> None:
     assert ctypes.c_uint16.from_address(pointers[0]).value == 0x3F80
     packer.pack([3])  # an int is a value, not a bit pattern
     assert ctypes.c_uint16.from_address(pointers[0]).value == 0x4040
+
+
+def test_declared_multiples_are_checked_before_a_launch() -> None:
+    from tc_runtime.signature import declared_multiples
+
+    attrs: list[dict[str, object]] = [{"aligned": 64}, {}, {"multiple_of": 8}, {"multiple_of": 2, "aligned": 3},
+                                      {"noalias": True}]
+    assert declared_multiples(attrs) == {0: 64, 2: 8, 3: 6}
+    sig = Signature("t", ["ptr<f32>", "ptr<f32>", "i32", "i64", "f32"], ["X", "Y", "ldx", "n", "s"],
+                    unsigned=[3], multiples={0: 64, 2: 8, 3: 6, 4: 4})  # (a float is never checked)
+    assert sig.multiples == {0: 64, 2: 8, 3: 6}
+    assert sig.normalize([128, 4, -24, 12, 1.0])[2] == -24  # -24 is a multiple of 8, as in C
+    with pytest.raises(ValueError, match=r"argument 3 \('ldx'\) of t\(.*\): 68 is not a multiple of 8, "
+                                         r"which the kernel declares \(__multipleof\(8\)\)"):
+        sig.normalize([128, 4, 68, 12, 1.0])
+    with pytest.raises(ValueError, match=r"argument 1 \('X'\) .*: address 0x60 is not a multiple of 64, .*"
+                                         r"\(__aligned\(64\)\)"):
+        sig.normalize([96, 4, 8, 12, 1.0])
+    # an unsigned value beyond the signed range is checked as the value it is (2**64 - 6 = 6 k)
+    assert sig.normalize([128, 4, 8, 2**64 - 4, 1.0])[3] == -4
+    with pytest.raises(ValueError, match=r"18446744073709551614 is not a multiple of 6"):
+        sig.normalize([128, 4, 8, 2**64 - 2, 1.0])
+    # the generated key leaves a broken promise to the general path (which says what is wrong)
+    key = sig.key_function()
+    assert key(128, 4, 8, 12, 1.0) == key(128, 4, 8, 12, 1.0)
+    with pytest.raises(TypeError):
+        key(128, 4, 68, 12, 1.0)

@@ -20,7 +20,7 @@ from .options import (check_name_and_filename, check_num_stages, check_num_warps
                       normalize_defines)
 
 #: Bump when the layout of cache records written by the runtime changes.
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 
 
 def base_key(source_for_key: str, filename: str, name: str | None,

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import compiler
 from .options import Options
-from .signature import NP_DTYPES, Signature, is_pointer, pointee_kind
+from .signature import NP_DTYPES, Signature, declared_multiples, is_pointer, pointee_kind
 
 
 class CpuKernel:
@@ -25,7 +25,7 @@ class CpuKernel:
         self.source = source
         kinds = [str(a.type) for a in function.args]
         self.signature = Signature(function.name, kinds, list(function.arg_names) or None,
-                                   function.unsigned_args)
+                                   function.unsigned_args, declared_multiples(function.arg_attrs))
         #: the `opt` of grid callables (set by the kernel to its configuration's)
         self.opt = Options({}, 4, 3)
 

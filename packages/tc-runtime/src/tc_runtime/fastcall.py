@@ -243,6 +243,9 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
                      f"            return fallback({names_tuple}, rest, grid, stream)\n")
         alignment = (f"        if ({' | '.join(f'a{i}' for i in ptrs)}) & 15:\n"
                      f"            raise TypeError('a pointer not 16-byte aligned')")
+    if sig.multiples:  # (values the kernel declares multiples of: the general path names a bad one)
+        alignment += (f"\n        if {' or '.join(f'a{i} % {m}' for i, m in sig.multiples.items())}:\n"
+                      f"            raise ValueError('not the declared multiple')")
     # a last argument not passed is MISSING: a pointer fails the check above, an integer the key
     # (`MISSING & 15` raises); other kinds are compared
     last_checked = n > 0 and (n - 1 in ptrs or n - 1 in sig.int_indices)

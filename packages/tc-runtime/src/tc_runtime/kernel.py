@@ -45,7 +45,7 @@ from .options import (
     normalize_defines,
     normalize_grid,
 )
-from .signature import DIV16, NONE, ArgPacker, Signature, is_pointer
+from .signature import DIV16, NONE, ArgPacker, Signature, declared_multiples, is_pointer
 
 # kept importable from here (older tests and tools)
 _expand_configs = expand_configs
@@ -575,13 +575,16 @@ class Kernel(functools.partial[None]):
             if record is None:
                 fn = self._lower_any()
                 record = {"name": fn.name, "kinds": [str(a.type) for a in fn.args],
-                          "names": list(fn.arg_names), "unsigned": fn.unsigned_args}
+                          "names": list(fn.arg_names), "unsigned": fn.unsigned_args,
+                          "multiples": sorted(declared_multiples(fn.arg_attrs).items())}
                 if cache is not None:
                     cache.put_record(key, record)
             unsigned = record.get("unsigned")
+            multiples = record.get("multiples")
             self._signature = Signature(str(record["name"]), list(record["kinds"]),
                                         list(record["names"]),
-                                        unsigned if isinstance(unsigned, list) else None)
+                                        unsigned if isinstance(unsigned, list) else None,
+                                        {int(i): int(m) for i, m in multiples} if isinstance(multiples, list) else None)
             return self._signature
 
     def _lower_any(self) -> Any:
@@ -646,7 +649,7 @@ class Kernel(functools.partial[None]):
             if index:
                 raise autotune.changed_arguments(config, binary.name, binary.signature, sig.kinds)
             sig = Signature(binary.name, binary.signature, binary.arg_names or sig.names,
-                            binary.unsigned_args)
+                            binary.unsigned_args, sig.multiples)
             self._signature = sig
         module = driver.Module(self._device, ptx=binary.ptx,
                                cubin=binary.cubin if _same_arch(binary.arch, self._device.arch)
@@ -657,7 +660,7 @@ class Kernel(functools.partial[None]):
         if binary.persistent:  # (the program grid: three i32 after the arguments)
             work = WORKSPACE_PARAMS if binary.stream_k else ()
             sig = Signature(sig.kernel, [*sig.kinds, *("i32",) * 3, *("i64",) * len(work)],
-                            [*sig.names, *GRID_PARAMS, *work], sig.unsigned)
+                            [*sig.names, *GRID_PARAMS, *work], sig.unsigned, sig.multiples)
         packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init())
         v = Variant(binary, function, packer, opt, config, index, spec)
         if binary.persistent:

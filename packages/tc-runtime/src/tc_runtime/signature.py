@@ -99,13 +99,28 @@ def element_of(dtype: object) -> tuple[str, int, str] | None:
     return np_dtype.kind, np_dtype.itemsize, name
 
 
+def declared_multiples(arg_attrs: Sequence[Mapping[str, object]]) -> dict[int, int]:
+    """Parameter index -> the number its value (an integer, or a pointer's byte address) must be
+    a multiple of, by the kernel's `__multipleof(N)` / `__aligned(N)` (a tc_ir Function's
+    `arg_attrs`); only the parameters that declare more than 1."""
+    out: dict[int, int] = {}
+    for i, a in enumerate(arg_attrs):
+        m, n = a.get("multiple_of", 1), a.get("aligned", 1)
+        if isinstance(m, int) and isinstance(n, int) and m >= 1 and n >= 1 and math.lcm(m, n) > 1:
+            out[i] = math.lcm(m, n)
+    return out
+
+
 class Signature:
     """The arguments of one kernel: names, kinds, and the derived packer."""
 
     def __init__(self, kernel: str, kinds: Sequence[str], names: Sequence[str] | None = None,
-                 unsigned: Iterable[int] | None = None):
+                 unsigned: Iterable[int] | None = None, multiples: Mapping[int, int] | None = None):
         """`unsigned`: the indices of the unsigned integer parameters (the IR's integers have no
-        sign); None when unknown (metadata older than the field), which accepts either range."""
+        sign); None when unknown (metadata older than the field), which accepts either range.
+        `multiples`: what the kernel declares its integer and pointer parameters to be multiples
+        of (`declared_multiples`); the compiled code relies on it (vector accesses, TMA), so a
+        value that breaks it is refused rather than launched."""
         self.kernel = kernel
         self.kinds = list(kinds)
         self.names = list(names) if names else [f"arg{i}" for i in range(len(kinds))]
@@ -119,6 +134,8 @@ class Signature:
         self.int_indices = [i for i, k in enumerate(self.kinds) if k in _INT_BITS and k != "i1"]
         self._special = sorted(self.pointer_indices + self.int_indices)
         self._has_bf16 = "bf16" in self.kinds
+        special = set(self._special)
+        self.multiples = {int(i): int(m) for i, m in (multiples or {}).items() if i in special and m > 1}
 
     # ---------------------------------------------------------------------------- user messages
 
@@ -156,7 +173,22 @@ class Signature:
                 out.append(self._integer(i, kind, value))
             else:
                 out.append(self._float(i, kind, value))
+        for i, m in self.multiples.items():
+            self._check_multiple(i, out[i], m)
         return out
+
+    def _check_multiple(self, i: int, value: object, m: int) -> None:
+        """Refuse argument `i` where it is not the multiple of `m` the kernel declares."""
+        assert isinstance(value, int)
+        if value < 0 and self.unsigned is not None and i in self.unsigned:  # (normalized to signed bits)
+            value += 1 << _INT_BITS[self.kinds[i]]
+        if value % m == 0:
+            return
+        what = f"address {value:#x} is" if is_pointer(self.kinds[i]) else f"{value} is"
+        declared = f"__aligned({m})" if is_pointer(self.kinds[i]) else f"__multipleof({m})"
+        raise ValueError(f"argument {i + 1} ('{self.names[i]}') of {self.describe()}: {what} not a "
+                         f"multiple of {m}, which the kernel declares ({declared}) and its compiled "
+                         f"code relies on")
 
     def check_elements(self, i: int, dtype: object) -> None:
         """Refuse an array or tensor of `dtype` for pointer argument `i` when its elements are not
@@ -307,6 +339,7 @@ class Signature:
         n = len(self.kinds)
         params = ", ".join(f"a{i}" for i in range(n))
         checks = [f"type(a{i}) is not int" for i in self.pointer_indices]
+        checks += [f"a{i} % {m}" for i, m in self.multiples.items()]  # (normalize says what is wrong)
         key = self.key_expression(extra)
         lines = [f"def key({params}):"]
         if checks:
