@@ -6,6 +6,7 @@ import csv
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,29 @@ def test_perf_report_shows_progress(tmp_path: Path, capsys: pytest.CaptureFixtur
     bench.run(save_path=str(tmp_path))
     err = capsys.readouterr().err
     assert "sweep: 0/3" in err and "sweep: 2/3" in err and "sweep: 3/3\n" in err
+
+
+def test_do_bench_serves_both_tutorials_ways_of_reading_it() -> None:
+    import numpy as np
+
+    t = tc.testing.do_bench(lambda: sum(range(1000)), warmup=1, rep=5)
+    # the matrix-multiplication tutorial: three numbers
+    ms, min_ms, max_ms = t
+    assert min_ms <= ms <= max_ms and t.median == ms and len(t) == 3
+    # the fused-softmax tutorial: `gbps(do_bench(...))`, the median where a number is expected
+    x = np.zeros((64, 256), dtype=np.float32)
+    def gbps(ms: Any) -> float:  # (the tutorial's lambda)
+        return float(x.size * x.itemsize * 1e-9 / (ms * 1e-3))
+
+    assert gbps(t) == pytest.approx(gbps(ms))
+    assert float(t) == ms and t * 2 == 2 * t == ms * 2 and 1 / t == 1 / ms and t / 2 == ms / 2
+    assert t + 1 == 1 + t == ms + 1 and t - 1 == ms - 1 and 1 - t == 1 - ms
+    assert t < ms + 1 and t > ms - 1 and t <= ms and t >= ms and f"{t:.6f}" == f"{ms:.6f}"
+    # other tuples still compare as tuples; True is not a number here
+    assert tc.testing.Timing(1, 0, 2) < tc.testing.Timing(1, 0, 3)
+    with pytest.raises(TypeError):
+        t * True
+    assert str(tc.testing.Timing(1, 0.5, 2)) == "(1.0, 0.5, 2.0)"
+    import pickle
+
+    assert pickle.loads(pickle.dumps(t)) == t and type(pickle.loads(pickle.dumps(t))) is tc.testing.Timing

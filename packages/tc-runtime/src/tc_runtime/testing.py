@@ -24,7 +24,87 @@ from .errors import TcDeviceError
 _FLUSH_BYTES = 256 * 1024 * 1024
 _flush_buffers: dict[int, driver.DeviceBuffer] = {}
 
-Timing = tuple[float, float, float]
+class Timing(tuple[float, float, float]):
+    """do_bench's result: (median, min, max) in milliseconds. The spec's tutorials use it both
+    ways, so it is both: it unpacks as the matrix-multiplication tutorial does (`ms, min_ms,
+    max_ms = do_bench(...)`) and computes as its median where a number is expected, as the
+    fused-softmax tutorial's `gbps(do_bench(...))` does (`ms * 1e-3`, `float(t)`, `t < 1.0`)."""
+
+    __slots__ = ()
+
+    def __new__(cls, median: float, low: float, high: float) -> Timing:
+        return super().__new__(cls, (float(median), float(low), float(high)))
+
+    def __getnewargs__(self) -> tuple[float, float, float]:  # (pickling: __new__ takes three)
+        return self[0], self[1], self[2]
+
+    @property
+    def median(self) -> float:
+        """The median time, in milliseconds."""
+        return self[0]
+
+    def __float__(self) -> float:
+        return self[0]
+
+    def __format__(self, spec: str) -> str:
+        return format(self[0], spec) if spec else str(tuple(self))
+
+    # (arithmetic with a number is the median's; tuple's own + and * would concatenate)
+    def __add__(self, other: object) -> Any:  # type: ignore[override]
+        x = _real(other)
+        return NotImplemented if x is None else self[0] + x
+
+    def __radd__(self, other: object) -> Any:
+        x = _real(other)
+        return NotImplemented if x is None else x + self[0]
+
+    def __sub__(self, other: object) -> Any:
+        x = _real(other)
+        return NotImplemented if x is None else self[0] - x
+
+    def __rsub__(self, other: object) -> Any:
+        x = _real(other)
+        return NotImplemented if x is None else x - self[0]
+
+    def __mul__(self, other: object) -> Any:  # type: ignore[override]
+        x = _real(other)
+        return NotImplemented if x is None else self[0] * x
+
+    def __rmul__(self, other: object) -> Any:  # type: ignore[override]
+        x = _real(other)
+        return NotImplemented if x is None else x * self[0]
+
+    def __truediv__(self, other: object) -> Any:
+        x = _real(other)
+        return NotImplemented if x is None else self[0] / x
+
+    def __rtruediv__(self, other: object) -> Any:
+        x = _real(other)
+        return NotImplemented if x is None else x / self[0]
+
+    def __lt__(self, other: object) -> bool:  # type: ignore[override]
+        x = _real(other)
+        return self[0] < x if x is not None else tuple(self) < other  # type: ignore[operator]
+
+    def __le__(self, other: object) -> bool:  # type: ignore[override]
+        x = _real(other)
+        return self[0] <= x if x is not None else tuple(self) <= other  # type: ignore[operator]
+
+    def __gt__(self, other: object) -> bool:  # type: ignore[override]
+        x = _real(other)
+        return self[0] > x if x is not None else tuple(self) > other  # type: ignore[operator]
+
+    def __ge__(self, other: object) -> bool:  # type: ignore[override]
+        x = _real(other)
+        return self[0] >= x if x is not None else tuple(self) >= other  # type: ignore[operator]
+
+
+def _real(value: object) -> float | None:
+    """`value` as a float where it is a plain real number (not a bool, not a sequence), else None:
+    what Timing's arithmetic takes."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _gpu_backend() -> str:
@@ -83,7 +163,7 @@ def _counts(estimate_ms: float, warmup: float, rep: float) -> tuple[int, int]:
 
 
 def _summary(times: list[float]) -> Timing:
-    return float(statistics.median(times)), float(min(times)), float(max(times))
+    return Timing(statistics.median(times), min(times), max(times))
 
 
 def _bench_cpu(fn: Callable[[], object], warmup: float, rep: float,
@@ -301,14 +381,14 @@ def _fmt(v: Any) -> str:
 def _as_timing(value: Any) -> Timing:
     if isinstance(value, (tuple, list)):
         if len(value) == 3:
-            return float(value[0]), float(value[1]), float(value[2])
+            return Timing(value[0], value[1], value[2])
         if len(value) == 1:
             v = float(value[0])
-            return v, v, v
+            return Timing(v, v, v)
         raise ValueError(f"a benchmark function must return a number or (value, min, max), got "
                          f"{len(value)} values")
     v = float(value)
-    return v, v, v
+    return Timing(v, v, v)
 
 
 _T = TypeVar("_T")
