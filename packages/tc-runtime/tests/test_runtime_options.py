@@ -32,6 +32,16 @@ def test_defines_to_text() -> None:
         normalize_defines({"X": []})
 
 
+def test_numpy_scalars_are_defines_as_their_python_values() -> None:
+    import numpy as np
+
+    fixed, axes = normalize_defines({"BLOCK": np.int64(8), "S": np.float32(0.5), "B": np.bool_(True),
+                                     "INF": np.float32("inf"), "TM": [np.int32(32), 64]})
+    assert fixed == {"BLOCK": "8", "S": "0.5", "B": "1", "INF": "F32_INFINITY"}
+    assert axes == {"TM": ["32", "64"]}
+    assert normalize_defines({"T": np.dtype("float16")})[0] == {"T": "half"}
+
+
 def test_opt_attributes() -> None:
     assert OPT.BLOCK == 1024 and isinstance(OPT.BLOCK, int)
     assert OPT.TYPE == "float"

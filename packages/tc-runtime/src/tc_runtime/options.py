@@ -8,6 +8,7 @@ how the launch grid follows a tuned block size.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -34,14 +35,18 @@ _NONFINITE = {"F32_INFINITY": math.inf, "(-F32_INFINITY)": -math.inf, "F32_NAN":
 def define_text(name: str, value: object) -> str:
     """The preprocessor text of one define value (bool -> 1/0, dtypes -> C type names, inf and
     nan -> the built-in constants: Python's repr `inf` would be an undeclared name)."""
-    if isinstance(value, bool):
-        return "1" if value else "0"
+    if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return "1" if value else "0"  # (numpy's bool is not a Python bool)
     if isinstance(value, float) and not math.isfinite(value):
         return "F32_NAN" if math.isnan(value) else "F32_INFINITY" if value > 0 else "(-F32_INFINITY)"
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
         return _DTYPE_NAMES.get(value, value)
+    if hasattr(type(value), "__index__"):  # numpy and torch integers (np.int64(8))
+        return repr(operator.index(value))  # type: ignore[arg-type]
+    if isinstance(value, numbers.Real):  # numpy floats that are not Python floats (np.float32)
+        return define_text(name, float(value))
     text = str(value)  # a torch/numpy dtype object
     if text in _DTYPE_NAMES:
         return _DTYPE_NAMES[text]
