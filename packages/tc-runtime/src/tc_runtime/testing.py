@@ -24,6 +24,7 @@ from .errors import TcDeviceError
 _FLUSH_BYTES = 256 * 1024 * 1024
 _flush_buffers: dict[int, driver.DeviceBuffer] = {}
 
+
 class Timing(tuple[float, float, float]):
     """do_bench's result: (median, min, max) in milliseconds. The spec's tutorials use it both
     ways, so it is both: it unpacks as the matrix-multiplication tutorial does (`ms, min_ms,
