@@ -42,6 +42,14 @@ def kernel_key(base: Mapping[str, Any], arch: str, num_warps: int, num_stages: i
                       "num_stages": num_stages, "specialization": list(spec)})
 
 
+def source_kernel_key(source: str, *, filename: str, name: str | None, defines: Mapping[str, str], arch: str,
+                      num_warps: int, num_stages: int, spec: Sequence[str | None],
+                      options: Mapping[str, object] | None = None) -> str:
+    """The cache key of one kernel compiled from `source` (kernel_key over its base_key)."""
+    base = base_key(compiler.cache_source(source, defines, filename), filename, name, defines, options)
+    return kernel_key(base, arch, num_warps, num_stages, spec)
+
+
 def compile_cached(source: str, *, filename: str, name: str | None, defines: Mapping[str, str],
                    arch: str, num_warps: int, num_stages: int, spec: Sequence[str | None],
                    base: Mapping[str, Any] | None = None,
@@ -60,11 +68,10 @@ def cached_binary(source: str, *, filename: str, name: str | None, defines: Mapp
                   options: Mapping[str, object] | None = None) -> tuple[KernelBinary, str]:
     """compile_cached's kernel and cache key, before TC_KERNEL_DUMP_DIR / TC_KERNEL_OVERRIDE_DIR
     (tc_runtime.precompile's workers fill the cache through this alone)."""
-    if base is None:
-        base = base_key(compiler.cache_source(source, defines, filename), filename, name, defines,
-                        options)
+    key = kernel_key(base, arch, num_warps, num_stages, spec) if base is not None else \
+        source_kernel_key(source, filename=filename, name=name, defines=defines, arch=arch, num_warps=num_warps,
+                          num_stages=num_stages, spec=spec, options=options)
     cache = None if knobs.disable_cache() else KernelCache()
-    key = kernel_key(base, arch, num_warps, num_stages, spec)
     binary = cache.get(key) if cache is not None and not knobs.always_compile() else None
     if binary is None:
         binary = compiler.compile_source(source, defines=defines, kernel=name, arch=arch,

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import knobs
-from .build import base_key, kernel_key
+from .build import source_kernel_key
 from .cache import KernelCache
 
 #: Seconds a worker may take per job it was given, beyond which it is killed (its jobs then fall
@@ -62,11 +62,8 @@ def missing(jobs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def _key(j: Mapping[str, Any]) -> str:
     """The cache key build.cached_binary files job `j` under."""
-    from . import compiler
-
-    base = base_key(compiler.cache_source(j["source"], j["defines"], j["filename"]), j["filename"], j["name"],
-                    j["defines"], j["options"])
-    return kernel_key(base, j["arch"], j["num_warps"], j["num_stages"], j["spec"])
+    return source_kernel_key(j["source"], filename=j["filename"], name=j["name"], defines=j["defines"], arch=j["arch"],
+                             num_warps=j["num_warps"], num_stages=j["num_stages"], spec=j["spec"], options=j["options"])
 
 
 def precompile(jobs: Sequence[Mapping[str, Any]], workers: int | None = None) -> int:
