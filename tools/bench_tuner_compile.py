@@ -38,7 +38,6 @@ def seconds_to_compile(jobs: list[dict[str, Any]], workers: int) -> float:
     """Seconds to have every job compiled, into a fresh cache, as the tuner does: the workers
     first, then whatever they left, one by one here."""
     from tc_runtime import precompile
-    from tc_runtime.build import cached_binary
 
     before = os.environ.get("TC_CACHE_DIR")
     with tempfile.TemporaryDirectory() as cache:
@@ -47,9 +46,7 @@ def seconds_to_compile(jobs: list[dict[str, Any]], workers: int) -> float:
             start = time.perf_counter()
             precompile.precompile(jobs, workers=workers)
             for j in jobs:
-                cached_binary(j["source"], filename=j["filename"], name=j["name"], defines=j["defines"],
-                              arch=j["arch"], num_warps=j["num_warps"], num_stages=j["num_stages"], spec=j["spec"],
-                              options=j["options"])
+                precompile.compile_job(j)
             return time.perf_counter() - start
         finally:
             if before is None:

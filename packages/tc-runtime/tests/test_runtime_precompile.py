@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from tc_runtime import compiler, knobs, precompile
-from tc_runtime.build import cached_binary
 
 SRC = """
 __global__ void add(float* z, float* x, int N) {
@@ -48,9 +47,7 @@ def test_workers_compile_the_missing_jobs_into_the_disk_cache(monkeypatch: pytes
     assert precompile.missing(jobs) == []
     _compile_from_cache_only(monkeypatch)
     for j in jobs:
-        binary, _ = cached_binary(j["source"], filename=j["filename"], name=j["name"], defines=j["defines"],
-                                  arch=j["arch"], num_warps=j["num_warps"], num_stages=j["num_stages"],
-                                  spec=j["spec"])
+        binary = precompile.compile_job(j)
         assert f"mov.u32" in binary.ptx and binary.name == "add"
 
 

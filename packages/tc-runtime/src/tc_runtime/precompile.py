@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import knobs
-from .build import source_kernel_key
+from .binary import KernelBinary
+from .build import cached_binary, source_kernel_key
 from .cache import KernelCache
 
 #: Seconds a worker may take per job it was given, beyond which it is killed (its jobs then fall
@@ -58,6 +59,14 @@ def missing(jobs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         if not cache.entry_dir(key).is_dir():
             out.append(j)
     return out
+
+
+def compile_job(j: Mapping[str, Any]) -> KernelBinary:
+    """Job `j` compiled, or read from the disk cache, by build.cached_binary."""
+    binary, _ = cached_binary(j["source"], filename=j["filename"], name=j["name"], defines=j["defines"],
+                              arch=j["arch"], num_warps=j["num_warps"], num_stages=j["num_stages"], spec=j["spec"],
+                              options=j["options"])
+    return binary
 
 
 def _key(j: Mapping[str, Any]) -> str:
@@ -117,17 +126,13 @@ def precompile(jobs: Sequence[Mapping[str, Any]], workers: int | None = None) ->
 def main() -> int:
     """A worker: compile each job read from stdin into the disk cache; a job that fails is left
     to the caller, which compiles it again and reports why."""
-    from .build import cached_binary
-
     try:
         jobs = json.loads(sys.stdin.read())
     except ValueError:
         return 2
     for j in jobs:
         try:
-            cached_binary(j["source"], filename=j["filename"], name=j["name"], defines=j["defines"],
-                          arch=j["arch"], num_warps=j["num_warps"], num_stages=j["num_stages"], spec=j["spec"],
-                          options=j["options"])
+            compile_job(j)
         except Exception:  # noqa: BLE001  (the caller compiles it again and reports the error)
             continue
     return 0

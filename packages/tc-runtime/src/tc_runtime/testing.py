@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
+import operator
 import statistics
 import sys
 import time
@@ -23,6 +24,27 @@ from .errors import TcDeviceError
 
 _FLUSH_BYTES = 256 * 1024 * 1024
 _flush_buffers: dict[int, driver.DeviceBuffer] = {}
+
+
+def _real(value: object) -> float | None:
+    """`value` as a float where it is a plain real number (not a bool, not a sequence), else None:
+    what Timing's arithmetic takes."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _on_median(op: Callable[[Any, Any], Any], reflected: bool = False,
+               as_tuple: bool = False) -> Callable[[Any, object], Any]:
+    """Timing's `op` with a number: applied to its median (`reflected`: the number on the left);
+    with anything else NotImplemented, or (`as_tuple`) `op` of the plain tuples."""
+    def method(self: Any, other: object) -> Any:
+        x = _real(other)
+        if x is None:
+            return op(tuple(self), other) if as_tuple else NotImplemented
+        return op(x, self[0]) if reflected else op(self[0], x)
+
+    return method
 
 
 class Timing(tuple[float, float, float]):
@@ -50,62 +72,20 @@ class Timing(tuple[float, float, float]):
     def __format__(self, spec: str) -> str:
         return format(self[0], spec) if spec else str(tuple(self))
 
-    # (arithmetic with a number is the median's; tuple's own + and * would concatenate)
-    def __add__(self, other: object) -> Any:  # type: ignore[override]
-        x = _real(other)
-        return NotImplemented if x is None else self[0] + x
-
-    def __radd__(self, other: object) -> Any:
-        x = _real(other)
-        return NotImplemented if x is None else x + self[0]
-
-    def __sub__(self, other: object) -> Any:
-        x = _real(other)
-        return NotImplemented if x is None else self[0] - x
-
-    def __rsub__(self, other: object) -> Any:
-        x = _real(other)
-        return NotImplemented if x is None else x - self[0]
-
-    def __mul__(self, other: object) -> Any:  # type: ignore[override]
-        x = _real(other)
-        return NotImplemented if x is None else self[0] * x
-
-    def __rmul__(self, other: object) -> Any:  # type: ignore[override]
-        x = _real(other)
-        return NotImplemented if x is None else x * self[0]
-
-    def __truediv__(self, other: object) -> Any:
-        x = _real(other)
-        return NotImplemented if x is None else self[0] / x
-
-    def __rtruediv__(self, other: object) -> Any:
-        x = _real(other)
-        return NotImplemented if x is None else x / self[0]
-
-    def __lt__(self, other: object) -> bool:  # type: ignore[override]
-        x = _real(other)
-        return self[0] < x if x is not None else tuple(self) < other  # type: ignore[operator]
-
-    def __le__(self, other: object) -> bool:  # type: ignore[override]
-        x = _real(other)
-        return self[0] <= x if x is not None else tuple(self) <= other  # type: ignore[operator]
-
-    def __gt__(self, other: object) -> bool:  # type: ignore[override]
-        x = _real(other)
-        return self[0] > x if x is not None else tuple(self) > other  # type: ignore[operator]
-
-    def __ge__(self, other: object) -> bool:  # type: ignore[override]
-        x = _real(other)
-        return self[0] >= x if x is not None else tuple(self) >= other  # type: ignore[operator]
-
-
-def _real(value: object) -> float | None:
-    """`value` as a float where it is a plain real number (not a bool, not a sequence), else None:
-    what Timing's arithmetic takes."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
+    # (arithmetic and comparisons with a number are the median's; tuple's own + and * would
+    # concatenate, and other tuples still compare as tuples)
+    __add__ = _on_median(operator.add)  # type: ignore[assignment]
+    __radd__ = _on_median(operator.add, reflected=True)
+    __sub__ = _on_median(operator.sub)
+    __rsub__ = _on_median(operator.sub, reflected=True)
+    __mul__ = _on_median(operator.mul)  # type: ignore[assignment]
+    __rmul__ = _on_median(operator.mul, reflected=True)  # type: ignore[assignment]
+    __truediv__ = _on_median(operator.truediv)
+    __rtruediv__ = _on_median(operator.truediv, reflected=True)
+    __lt__ = _on_median(operator.lt, as_tuple=True)  # type: ignore[assignment]
+    __le__ = _on_median(operator.le, as_tuple=True)  # type: ignore[assignment]
+    __gt__ = _on_median(operator.gt, as_tuple=True)  # type: ignore[assignment]
+    __ge__ = _on_median(operator.ge, as_tuple=True)  # type: ignore[assignment]
 
 
 def _gpu_backend() -> str:
