@@ -62,6 +62,16 @@ def test_define_given_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "-D N given twice with different values (4 and 5)" in capsys.readouterr().err
 
 
+def test_a_list_define_gets_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `-D N=[4,8]` is the runtime's auto-tuning notation; tc-lint checks one configuration
+    src = tmp_path / "k.tc"
+    src.write_text("__global__ void k(float* x) { float y[N] = 0; *(x + 0) = y[0]; }\n")
+    assert main([str(src), "-D", "N=[4,8]"]) == 1
+    err = capsys.readouterr().err
+    assert "in expansion of macro 'N'" in err
+    assert "note: -D N=[4,8] is a list of values: an auto-tuning axis" in err
+
+
 def test_runs_with_only_tc_lang(tmp_path: Path) -> None:
     # The other tc packages are made unimportable: tc-lint must not need them.
     import subprocess

@@ -107,3 +107,15 @@ def test_a_define_given_twice_must_keep_its_value(add_file: Path, capsys: pytest
     capsys.readouterr()
     assert main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=128", "-D", "BLOCK=256", "--emit=ir"]) == 1
     assert capsys.readouterr().err == "tcc: error: -D BLOCK given twice with different values (128 and 256)\n"
+
+
+def test_a_list_define_is_named_as_an_auto_tuning_axis(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`-D BLOCK=[128,256]` (the runtime's auto-tuning notation) failed at the macro's use with a
+    syntax error that did not say why; the error now ends with a note naming the list."""
+    assert main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=[128,256]", "--emit=ir"]) == 1
+    err = capsys.readouterr().err
+    assert "(in expansion of macro 'BLOCK')" in err
+    assert err.rstrip().splitlines()[-1].startswith("note: -D BLOCK=[128,256] is a list of values: an auto-tuning axis")
+    # a plain bad value gets no such note
+    assert main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=(", "--emit=ir"]) == 1
+    assert "note:" not in capsys.readouterr().err

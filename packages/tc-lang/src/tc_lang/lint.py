@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from . import ast
 from .diagnostics import TcCompileError
 from .frontend import frontend
-from .preprocessor import command_line_defines
+from .preprocessor import command_line_defines, list_define_notes
 from .types import TileType, Type
 
 
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         unit = frontend(source, defines, filename=args.file,
                         include_dirs=args.include_dirs)
     except TcCompileError as e:
-        print(e.render(), file=sys.stderr)
+        print("\n".join([e.render(), *list_define_notes(e, defines)]), file=sys.stderr)
         return 1
     for w in unit.warnings:
         print(w.render(), file=sys.stderr)

@@ -21,7 +21,7 @@ import attrs
 from pcpp import Preprocessor as _PcppBase  # type: ignore[attr-defined]
 from pcpp import parser as _pcpp_parser
 
-from .diagnostics import Category, Diagnostic, Location, TcPreprocessorError
+from .diagnostics import Category, Diagnostic, Location, TcCompileError, TcPreprocessorError
 
 DefineValue = str | int | float | bool | object
 
@@ -113,6 +113,22 @@ def command_line_defines(pairs: list[tuple[str, object]]) -> dict[str, object]:
             raise ValueError(f"-D {name} given twice with different values ({out[name]} and {value})")
         out[name] = value
     return out
+
+
+def list_define_notes(error: TcCompileError, defines: Mapping[str, object]) -> list[str]:
+    """Notes for a compile error inside a command-line macro whose value is a list (`-D
+    BLOCK=[64,128]`): such a list is an auto-tuning axis in tc_runtime's `kernel(defines=...)`, but
+    tcc and tc-lint compile one configuration, where `[` is only text and the error it causes
+    says nothing of that."""
+    names = {d.location.macro for d in error.diagnostics}
+    notes = []
+    for name, value in defines.items():
+        if name in names and isinstance(value, str) and value.strip().startswith("[") \
+                and value.strip().endswith("]"):
+            notes.append(f"note: -D {name}={value} is a list of values: an auto-tuning axis of "
+                         f"tc_runtime.kernel(defines={{{name!r}: [...]}}); this tool compiles one "
+                         f"configuration, so give {name} one value")
+    return notes
 
 
 def define_text(value: DefineValue) -> str:

@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Sequence
 
 from tc_lang.diagnostics import TcCompileError
-from tc_lang.preprocessor import command_line_defines
+from tc_lang.preprocessor import command_line_defines, list_define_notes
 from tc_opt import gpu_pipeline
 from tc_opt.options import ARCHS, CompileOptions
 
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _write_metadata(args.output, kernel)
         return status
     except TcCompileError as exc:
-        return _fail(str(exc))
+        return _fail("\n".join([str(exc), *list_define_notes(exc, defines)]))
     except _WriteError as exc:
         return _fail(f"tcc: error: cannot write {exc.path}: {exc.strerror}")
     except PtxasError as exc:
