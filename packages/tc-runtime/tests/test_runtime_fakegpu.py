@@ -732,6 +732,7 @@ def test_autotune_cancels_a_steady_drift_by_alternating_the_order(
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
     _fixed_reps(monkeypatch)
     monkeypatch.setattr(autotune, "FINAL_ROUNDS", 4)
+    monkeypatch.setattr(autotune, "CLOSE_ROUNDS", 0)  # (1% apart: a close call, tested below)
     fake.block_time = {64: 1.00, 128: 0.99}
     launch = fake.launch
     count = itertools.count()
@@ -1368,3 +1369,51 @@ def test_autotuning_inside_graph_capture_is_refused_with_a_way_out(
     assert fake.launches == launches + 1
     k(z, 128, grid=lambda opt: (tc.cdiv(128, opt.BLOCK),), stream=8)  # another stream: tuned
     assert fake.launches > launches + 1
+
+
+def test_autotune_settles_a_close_call_with_more_rounds(fake: FakeCuda, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # three finalists: 4 warps 1% faster than 2 warps, 8 warps 5% slower; a spike slows 4 warps
+    # in three of the four final rounds, so that those rounds rank it behind 2 warps. The two
+    # are a close call (within CLOSE_MARGIN): four more rounds among them alone find 4 warps
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    _fixed_reps(monkeypatch)
+    monkeypatch.setattr(autotune, "FINAL_ROUNDS", 4)
+    monkeypatch.setattr(autotune, "CLOSE_ROUNDS", 4)
+    fake.block_time = {64: 1.00, 128: 0.99, 256: 1.05}
+    first_pass = 3 * 2 * (1 + 3 + 7)  # launches: 3 configurations, 2 halves
+    per_round = 3 * (1 + 3 + 9)
+    launch = fake.launch
+    count = itertools.count()
+    threads: list[int] = []
+
+    def spiky(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
+        res = launch(f, grid, bx, stream, params)
+        n = next(count)
+        threads.append(bx)
+        if first_pass <= n < first_pass + 3 * per_round and bx == 128:
+            fake.clock += 0.02
+        return res
+
+    monkeypatch.setattr(fake, "launch", spiky)
+    buf = fake.alloc(4 * 64)
+    configs = [tc.config(num_warps=2), tc.config(num_warps=4), tc.config(num_warps=8)]
+
+    def tuned() -> int:
+        k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=configs)
+        k(buf.ctypes.data, 64, grid=(2,))
+        return k.num_warps
+
+    assert tuned() == 4
+    err = capsys.readouterr().err
+    assert err.count("over 4 interleaved rounds") == 3
+    assert err.count("over 8 interleaved rounds (a close call)") == 2 and "num_warps=4" in err
+    # the extra rounds ran the close two alone: 8 warps only in the first pass and the 4 rounds
+    close_rounds = 4 * 2 * (1 + 3 + 9)
+    assert len(threads) == first_pass + 4 * per_round + close_rounds + 1
+    assert 256 not in threads[first_pass + 4 * per_round:]
+    # without them the four rounds decide, and the spikes win
+    monkeypatch.setattr(autotune, "CLOSE_ROUNDS", 0)
+    monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
+    count = itertools.count()
+    assert tuned() == 2

@@ -19,7 +19,9 @@ each one's time relative to the round's median), since the clock a GPU at its po
 100 ms window moves by a few percent from one round to the next (an H100's matmul rounds spread
 0.82-1.09x), as much as separates the finalists. Tiles within ~1% of each other are still a
 toss-up: an H100 tuning tf32 8192^3 A B^T in three processes chose tiles that do_bench's rounds
-put 1-3% behind the bulk-store 128x256x32/8/3 (BENCHMARKS.md, twenty-sixth session).
+put 1-3% behind the bulk-store 128x256x32/8/3 (BENCHMARKS.md, twenty-sixth session). So the
+finalists that end within CLOSE_MARGIN of the fastest take CLOSE_ROUNDS more rounds among
+themselves, and the fastest over all their rounds wins.
 The memory behind the pointer arguments is saved first and restored before each configuration and
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
@@ -76,6 +78,14 @@ FINAL_ROUNDS = 4
 #: The bound keeps short kernels cheap to tune: each launch follows an L2 flush of ~0.1 ms.
 FINAL_MEASURE_MS = 100.0
 FINAL_MAX_REPS = 300
+#: Close calls: the finalists within CLOSE_MARGIN of the fastest after the final rounds take turns
+#: for CLOSE_ROUNDS more rounds (an even number), and the fastest of them over all their rounds
+#: wins. One 100 ms window of a matmul at the power cap moves by 2-3% (H100), so four rounds
+#: rank finalists 1-2% apart by chance: tuners of fresh processes chose 256x192x64/8/3 for fp16
+#: 8192^3 once and a persistent 128x256 tile once, which interleaved benchmarks put at 0.977 and
+#: 1.002x cuBLAS (BENCHMARKS.md, thirty-second session). Only the close ones pay for the rounds.
+CLOSE_MARGIN = 0.02
+CLOSE_ROUNDS = 4
 _flush: dict[int, driver.DeviceBuffer | None] = {}
 
 
@@ -166,7 +176,8 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
             backup.free()
         if not timed:
             raise errors[0]
-    # (once finalists were re-timed, only they compete: the others' times are the first pass's)
+    # (once finalists were re-timed, only they compete, and after a close call only the close
+    # ones: the others' times are the first pass's)
     ms, best = min(finals or timed, key=lambda t: t[0])
     _say(f"{label}: chose {best.config}" + (f" ({ms * 1000:.1f} us)" if ms else ""))
     if cache is not None:
@@ -209,7 +220,9 @@ def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant]
     """The finalists of the first pass `timed`, each with the median of FINAL_ROUNDS more
     measurements, the finalists taking turns in each round, in the reverse order every other
     round (see the module docstring); [] when fewer than two qualify. The first pass only chooses
-    the finalists: its windows are short, and what drifts during them biases it."""
+    the finalists: its windows are short, and what drifts during them biases it. Where several
+    finalists end within CLOSE_MARGIN of the fastest, only they are returned, compared over
+    CLOSE_ROUNDS more rounds besides."""
     if not timed:
         return []
     fastest = min(t for t, _ in timed)
@@ -217,16 +230,36 @@ def _final_rounds(timed: list[tuple[float, Variant]], launch: Callable[[Variant]
     if len(finalists) < 2 or FINAL_ROUNDS < 1:
         return []
     rounds: dict[int, list[float]] = {v.index: [] for v in finalists}
-    for r in range(FINAL_ROUNDS):
-        for v in (finalists if r % 2 == 0 else finalists[::-1]):
-            backup.restore(stream)
-            rounds[v.index].append(median_ms(functools.partial(launch, v), device, stream,
-                                             FINAL_MEASURE_MS, FINAL_MAX_REPS))
+
+    def take_turns(among: list[Variant], count: int) -> None:
+        for r in range(count):
+            for v in (among if r % 2 == 0 else among[::-1]):
+                backup.restore(stream)
+                rounds[v.index].append(median_ms(functools.partial(launch, v), device, stream,
+                                                 FINAL_MEASURE_MS, FINAL_MAX_REPS))
+
+    take_turns(finalists, FINAL_ROUNDS)
     paired = paired_times(rounds)
     out = [(paired[v.index], v) for v in finalists]
     for ms, v in out:
         _say(f"{label}: {v.config}: {ms * 1000:.1f} us over {FINAL_ROUNDS} interleaved rounds")
+    close = close_calls(out)
+    if len(close) < 2 or CLOSE_ROUNDS < 1:
+        return out
+    take_turns(close, CLOSE_ROUNDS)
+    paired = paired_times({v.index: rounds[v.index] for v in close})
+    out = [(paired[v.index], v) for v in close]
+    for ms, v in out:
+        _say(f"{label}: {v.config}: {ms * 1000:.1f} us over {FINAL_ROUNDS + CLOSE_ROUNDS} interleaved rounds "
+             f"(a close call)")
     return out
+
+
+def close_calls(timed: list[tuple[float, Variant]]) -> list[Variant]:
+    """The variants of `timed` within CLOSE_MARGIN of the fastest, fastest first: the ones the
+    final rounds could not tell apart."""
+    fastest = min(t for t, _ in timed)
+    return [v for t, v in sorted(timed, key=lambda tv: tv[0]) if t <= fastest * (1 + CLOSE_MARGIN)]
 
 
 def paired_times(rounds: dict[int, list[float]]) -> dict[int, float]:
