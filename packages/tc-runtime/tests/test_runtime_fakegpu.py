@@ -1417,3 +1417,114 @@ def test_autotune_settles_a_close_call_with_more_rounds(fake: FakeCuda, capsys: 
     monkeypatch.setenv("TC_ALWAYS_COMPILE", "1")
     count = itertools.count()
     assert tuned() == 2
+
+
+def test_autotune_times_only_the_configurations_added_since_the_last_tuning(
+        fake: FakeCuda, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the remembered times are kept per configuration: a configuration added to the list is timed
+    # against the remembered choice alone (Triton re-tunes the whole list: triton#9822)
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    _fixed_reps(monkeypatch)
+    fake.block_time = {64: 1.10, 128: 0.99, 256: 0.95}
+    launch = fake.launch
+    threads: list[int] = []
+
+    def counting(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
+        threads.append(bx)
+        return launch(f, grid, bx, stream, params)
+
+    monkeypatch.setattr(fake, "launch", counting)
+    buf = fake.alloc(4 * 64)
+
+    def tuned(*configs: tc.Config) -> int:
+        threads.clear()
+        k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32}, autotune_configs=list(configs))
+        k(buf.ctypes.data, 64, grid=(2,))
+        return k.num_warps
+
+    two, four, eight = (tc.config(num_warps=w) for w in (2, 4, 8))
+    assert tuned(two, four) == 4 and set(threads) == {64, 128}
+    capsys.readouterr()
+    assert tuned(two, four, eight) == 8
+    assert set(threads) == {128, 256}  # 2 warps (10% behind) is not timed again
+    assert "1 configurations not timed before, timed against the choice remembered" in capsys.readouterr().err
+    # the same configurations in another order: nothing is new, nothing is timed
+    assert tuned(eight, two, four) == 8 and threads == [256]  # (the caller's launch)
+    assert "(remembered on disk; no configuration is new)" in capsys.readouterr().err
+    # the remembered choice removed (from a list not tuned before): all are timed again
+    assert tuned(four, two) == 4 and set(threads) == {64, 128}
+    # TC_RETUNE=1 times them all too
+    monkeypatch.setenv("TC_RETUNE", "1")
+    assert tuned(two, four, eight) == 8 and set(threads) == {64, 128, 256}
+
+
+def test_autotune_history_keeps_close_calls_and_compile_failures(
+        fake: FakeCuda, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    _fixed_reps(monkeypatch)
+    fake.block_time = {64: 1.00, 128: 0.99, 256: 1.20}  # 2 and 4 warps within CLOSE_MARGIN
+    launch = fake.launch
+    threads: list[int] = []
+
+    def counting(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
+        threads.append(bx)
+        return launch(f, grid, bx, stream, params)
+
+    monkeypatch.setattr(fake, "launch", counting)
+    buf = fake.alloc(4 * 64)
+    bad = tc.config({"BLOCK": 3}, num_warps=2)  # the compiler rejects a block of 3
+
+    def tuned(*configs: tc.Config) -> int:
+        threads.clear()
+        k = tc.kernel(ACC_SRC, device="cuda:0", autotune_configs=list(configs))
+        k(buf.ctypes.data, 64, grid=lambda opt: (tc.cdiv(64, opt.BLOCK),))
+        return k.num_warps
+
+    two, four, eight = (tc.config({"BLOCK": 32}, num_warps=w) for w in (2, 4, 8))
+    assert tuned(bad, two, four) == 4
+    assert "skipped config(defines={'BLOCK': '3'}" in capsys.readouterr().err
+    # 8 warps added: the close call (2 warps) is timed again beside the choice; the configuration
+    # that did not compile is not compiled again
+    assert tuned(bad, two, four, eight) == 4 and set(threads) == {64, 128, 256}
+    err = capsys.readouterr().err
+    assert "1 configurations not timed before" in err and "BLOCK': '3'" not in err
+
+
+def test_autotune_histories_of_one_source_with_other_defines_stay_apart(
+        fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    # tc_torch's matmul is one source with TYPE=half or bf16: the tuning of one must not replace
+    # the history of the other (each would then time every configuration again)
+    _fixed_reps(monkeypatch)
+    fake.block_time = {64: 1.10, 128: 0.99, 256: 0.95}
+    launch = fake.launch
+    threads: list[int] = []
+
+    def counting(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
+        threads.append(bx)
+        return launch(f, grid, bx, stream, params)
+
+    monkeypatch.setattr(fake, "launch", counting)
+    buf = fake.alloc(4 * 64)
+
+    def tuned(block: int, *warps: int) -> None:
+        threads.clear()
+        k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": block},
+                      autotune_configs=[tc.config(num_warps=w) for w in warps])
+        k(buf.ctypes.data, 64, grid=(64 // block,))
+
+    tuned(32, 2, 4)
+    tuned(16, 2, 4)
+    tuned(32, 2, 4, 8)
+    assert set(threads) == {128, 256}
+
+
+def test_incremental_plan_ignores_records_it_cannot_use() -> None:
+    reprs = ["a", "b", "c"]
+    for bad in (None, {}, {"config": "a"}, {"config": "z", "times_ms": {"a": 1.0}},
+                {"config": "a", "times_ms": [1.0]}, {"config": 3, "times_ms": {"a": 1.0}},
+                {"config": "a", "times_ms": {"a": 1.0}, "failed": "b"}):
+        assert autotune.incremental_plan(reprs, bad) is None, bad
+    plan = autotune.incremental_plan(reprs, {"config": "b", "times_ms": {"a": 2.0, "b": 1.0}, "failed": ["c"]})
+    assert plan is not None and plan.winner == 1 and plan.indices == [] and plan.new == []
+    plan = autotune.incremental_plan(reprs, {"config": "b", "times_ms": {"a": 1.01, "b": 1.0}})
+    assert plan is not None and plan.indices == [0, 1, 2] and plan.new == [2]  # a: a close call

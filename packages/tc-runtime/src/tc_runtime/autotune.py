@@ -26,7 +26,9 @@ The memory behind the pointer arguments is saved first and restored before each 
 at the end, so that a kernel that writes its inputs (accumulators, in-place updates) is timed from
 the same state each time and the caller's launch then runs exactly once on the original data (the
 original runtime benchmarked on live data). The choice is remembered in memory and on disk
-(TC_RETUNE=1 tunes again rather than read it).
+(TC_RETUNE=1 tunes again rather than read it), and so is every configuration's time, keyed by the
+kernel rather than by its list of configurations: when configurations are added to the list, only
+they are timed, against the remembered choice and its close calls (tuning_history_key).
 
 On the CPU (the interpreter) the configurations are run from the same inputs and their results
 must agree (with a float tolerance): a configuration that computes something else is a bug in the
@@ -47,7 +49,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from . import driver, knobs
+from .build import base_key
 from .cache import cache_key
 from .cpu import regions as cpu_regions
 from .errors import TcLaunchError, TcRuntimeError
@@ -125,32 +130,52 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
     """The fastest configuration of `kernel` for these arguments (see the module docstring)."""
     label = _label(kernel, values)
     cache = kernel.cache()
+    reprs = [repr(c) for c in kernel.configs]
     record_key = cache_key({**kernel.base_key(0), "what": "autotune", "arch": kernel.arch,
-                            "spec": list(spec), "values": [repr(v) for v in values],
-                            "configs": [repr(c) for c in kernel.configs]})
-    if cache is not None and not knobs.always_compile() and not knobs.retune():
+                            "spec": list(spec), "values": [repr(v) for v in values], "configs": reprs})
+    history_key = tuning_history_key(kernel, spec, values)
+    reading = cache is not None and not knobs.always_compile() and not knobs.retune()
+    if reading:
+        assert cache is not None
         record = cache.get_record(record_key)
         index = record.get("index") if record else None
         if isinstance(index, int) and 0 <= index < len(kernel.configs) \
-                and record is not None and record.get("config") == repr(kernel.configs[index]):
+                and record is not None and record.get("config") == reprs[index]:
             try:
                 v = kernel.variant(index, spec)
                 _say(f"{label}: {kernel.configs[index]} (remembered on disk)")
                 return v
             except skippable_errors():
                 pass
+    history = cache.get_record(history_key) if reading and cache is not None else None
+    plan = incremental_plan(reprs, history)
+    if plan is not None and not plan.indices:
+        try:
+            v = kernel.variant(plan.winner, spec)
+            _say(f"{label}: {v.config} (remembered on disk; no configuration is new)")
+            _remember(kernel, record_key, history_key, v, {}, [], history)
+            return v
+        except skippable_errors():
+            plan = None
+    indices = plan.indices if plan is not None else list(range(len(kernel.configs)))
+    if plan is not None:
+        _say(f"{label}: {len(plan.new)} configurations not timed before, timed against the choice "
+             f"remembered on disk ({kernel.configs[plan.winner]}) and its close calls")
     candidates: list[Variant] = []
     errors: list[BaseException] = []
+    failed: list[str] = []
     start = time.perf_counter()
-    workers = kernel.precompile(spec)  # (in parallel processes, into the disk cache read below)
+    workers = kernel.precompile(spec, indices)  # (in parallel processes, into the disk cache read below)
     if workers:
         _say(f"{label}: {workers} processes compiled the configurations in "
              f"{time.perf_counter() - start:.1f} s (TC_COMPILE_WORKERS)")
-    for i, config in enumerate(kernel.configs):
+    for i in indices:
+        config = kernel.configs[i]
         try:
             candidates.append(kernel.variant(i, spec))
         except skippable_errors() as exc:
             errors.append(exc)
+            failed.append(reprs[i])
             _say(f"{label}: skipped {config}: {_reason(exc)}")
     if not candidates:
         _say(f"{label}: no configuration compiles")
@@ -180,10 +205,71 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
     # ones: the others' times are the first pass's)
     ms, best = min(finals or timed, key=lambda t: t[0])
     _say(f"{label}: chose {best.config}" + (f" ({ms * 1000:.1f} us)" if ms else ""))
-    if cache is not None:
-        times = {repr(v.config): t for t, v in [*timed, *finals]}
-        cache.put_record(record_key, {"index": best.index, "config": repr(best.config), "times_ms": times})
+    times = {repr(v.config): t for t, v in [*timed, *finals]}
+    _remember(kernel, record_key, history_key, best, times, failed, history)
     return best
+
+
+@attrs.frozen
+class IncrementalPlan:
+    """What to time when a kernel's configurations changed since a tuning remembered on disk:
+    `indices` (of kernel.configs: the configurations never timed, `new`, with the remembered
+    choice `winner` and the configurations that were its close calls); none when nothing is new."""
+
+    winner: int
+    indices: list[int]
+    new: list[int]
+
+
+def tuning_history_key(kernel: Kernel, spec: Sequence[int], values: Sequence[Any]) -> str:
+    """The disk record of every configuration's time for one (specialization, key values): keyed
+    by the kernel's source, name, fixed defines and options but not by its list of configurations
+    (nor by its auto-tuning axes' values), so that a
+    configuration added to the list is timed alone against the remembered choice instead of all
+    of them again (Triton's tuning cache keys the whole list: triton-lang/triton#9822)."""
+    base = base_key(kernel.source, kernel.filename, kernel.name, kernel.fixed_defines, kernel.compile_options)
+    return cache_key({**base, "what": "autotune history", "arch": kernel.arch, "spec": list(spec),
+                      "values": [repr(v) for v in values]})
+
+
+def incremental_plan(reprs: Sequence[str], history: dict[str, Any] | None) -> IncrementalPlan | None:
+    """The plan for configurations `reprs` (their reprs, in the kernel's order) given the history
+    record of an earlier tuning; None (time them all) without a usable record or where the
+    remembered choice is no longer among them."""
+    if not history:
+        return None
+    times, winner, failed = history.get("times_ms"), history.get("config"), history.get("failed", [])
+    if not isinstance(times, dict) or not isinstance(winner, str) or winner not in reprs \
+            or not isinstance(failed, list):
+        return None
+    known = set(times) | {f for f in failed if isinstance(f, str)}
+    new = [i for i, r in enumerate(reprs) if r not in known]
+    if not new:
+        return IncrementalPlan(reprs.index(winner), [], [])
+    best = times.get(winner)
+    close = {i for i, r in enumerate(reprs) if isinstance(best, (int, float)) and best > 0
+             and isinstance(times.get(r), (int, float)) and times[r] <= best * (1 + CLOSE_MARGIN)}
+    w = reprs.index(winner)
+    return IncrementalPlan(w, sorted({w, *close, *new}), new)
+
+
+def _remember(kernel: Kernel, record_key: str, history_key: str, best: Variant, times: dict[str, float],
+              failed: list[str], history: dict[str, Any] | None) -> None:
+    """Write the choice for this list of configurations and the history of every configuration
+    still in the list: the times measured now over those of earlier tunings, and the ones that
+    did not compile."""
+    cache = kernel.cache()
+    if cache is None:
+        return
+    present = {repr(c) for c in kernel.configs}
+    old_times = history.get("times_ms") if history else None
+    old_failed = history.get("failed") if history else None
+    merged = {r: t for r, t in (old_times.items() if isinstance(old_times, dict) else ()) if r in present}
+    merged.update(times)
+    gone = [r for r in (old_failed if isinstance(old_failed, list) else []) if r in present and r not in times]
+    choice = {"index": best.index, "config": repr(best.config), "times_ms": merged}
+    cache.put_record(record_key, choice)
+    cache.put_record(history_key, {**choice, "failed": sorted(set(gone) | set(failed))})
 
 
 def _first_pass(candidates: list[Variant], launch: Callable[[Variant], None], backup: Backup,

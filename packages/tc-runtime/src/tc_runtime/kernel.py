@@ -243,6 +243,9 @@ class Kernel(functools.partial[None]):
         self.name = name
         self.device_type, self.device_index = parse_device(device)
         fixed, axes = normalize_defines(defines)
+        #: the defines given as single values (every configuration has them): part of the key of
+        #: the auto-tuner's history, which the list of configurations is not
+        self.fixed_defines = fixed
         self.configs = expand_configs(fixed, axes, check_num_warps(num_warps),
                                       check_num_stages(num_stages), autotune_configs)
         self.autotune_key = check_key(autotune_key)
@@ -667,10 +670,10 @@ class Kernel(functools.partial[None]):
             launch_persistently(v, self._device.sm_count, self._device)
         return v
 
-    def precompile(self, spec: tuple[int, ...]) -> int:
-        """Compile the configurations not built yet for specialization `spec` into the disk
-        cache, in parallel processes (tc_runtime.precompile), so that the auto-tuner's
-        one-by-one build then reads them; returns how many worker processes ran."""
+    def precompile(self, spec: tuple[int, ...], indices: Sequence[int] | None = None) -> int:
+        """Compile the configurations not built yet for specialization `spec` (those of `indices`,
+        or all) into the disk cache, in parallel processes (tc_runtime.precompile), so that the
+        auto-tuner's one-by-one build then reads them; returns how many worker processes ran."""
         if self._device is None or self._binary_fixed is not None:
             return 0
         options_spec = self._resolve_signature().options_specialization(spec)
@@ -678,7 +681,8 @@ class Kernel(functools.partial[None]):
                                arch=self._device.arch, num_warps=c.num_warps, num_stages=c.num_stages,
                                spec=options_spec, options=self.options_of(i))
                 for i, c in enumerate(self.configs)
-                if (i, spec) not in self._compiled and (i, spec) not in self._failed]
+                if (indices is None or i in indices) and (i, spec) not in self._compiled
+                and (i, spec) not in self._failed]
         return precompile.precompile(jobs)
 
     def _binary(self, index: int, spec: tuple[str | None, ...]) -> KernelBinary:
