@@ -1419,13 +1419,9 @@ def test_autotune_settles_a_close_call_with_more_rounds(fake: FakeCuda, capsys: 
     assert tuned() == 2
 
 
-def test_autotune_times_only_the_configurations_added_since_the_last_tuning(
-        fake: FakeCuda, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    # the remembered times are kept per configuration: a configuration added to the list is timed
-    # against the remembered choice alone (Triton re-tunes the whole list: triton#9822)
-    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
-    _fixed_reps(monkeypatch)
-    fake.block_time = {64: 1.10, 128: 0.99, 256: 0.95}
+def _launched_blocks(fake: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The block size (threads) of every launch from now on, in order (the list fills as the
+    fake GPU launches; a test may clear it)."""
     launch = fake.launch
     threads: list[int] = []
 
@@ -1434,6 +1430,17 @@ def test_autotune_times_only_the_configurations_added_since_the_last_tuning(
         return launch(f, grid, bx, stream, params)
 
     monkeypatch.setattr(fake, "launch", counting)
+    return threads
+
+
+def test_autotune_times_only_the_configurations_added_since_the_last_tuning(
+        fake: FakeCuda, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the remembered times are kept per configuration: a configuration added to the list is timed
+    # against the remembered choice alone (Triton re-tunes the whole list: triton#9822)
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    _fixed_reps(monkeypatch)
+    fake.block_time = {64: 1.10, 128: 0.99, 256: 0.95}
+    threads = _launched_blocks(fake, monkeypatch)
     buf = fake.alloc(4 * 64)
 
     def tuned(*configs: tc.Config) -> int:
@@ -1463,14 +1470,7 @@ def test_autotune_history_keeps_close_calls_and_compile_failures(
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
     _fixed_reps(monkeypatch)
     fake.block_time = {64: 1.00, 128: 0.99, 256: 1.20}  # 2 and 4 warps within CLOSE_MARGIN
-    launch = fake.launch
-    threads: list[int] = []
-
-    def counting(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
-        threads.append(bx)
-        return launch(f, grid, bx, stream, params)
-
-    monkeypatch.setattr(fake, "launch", counting)
+    threads = _launched_blocks(fake, monkeypatch)
     buf = fake.alloc(4 * 64)
     bad = tc.config({"BLOCK": 3}, num_warps=2)  # the compiler rejects a block of 3
 
@@ -1496,14 +1496,7 @@ def test_autotune_histories_of_one_source_with_other_defines_stay_apart(
     # the history of the other (each would then time every configuration again)
     _fixed_reps(monkeypatch)
     fake.block_time = {64: 1.10, 128: 0.99, 256: 0.95}
-    launch = fake.launch
-    threads: list[int] = []
-
-    def counting(f: int, grid: tuple[int, int, int], bx: int, stream: int, params: int) -> Result:
-        threads.append(bx)
-        return launch(f, grid, bx, stream, params)
-
-    monkeypatch.setattr(fake, "launch", counting)
+    threads = _launched_blocks(fake, monkeypatch)
     buf = fake.alloc(4 * 64)
 
     def tuned(block: int, *warps: int) -> None:

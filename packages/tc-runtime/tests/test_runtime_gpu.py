@@ -89,6 +89,30 @@ def test_autotune_on_gpu_runs_the_call_once(capsys: pytest.CaptureFixture[str],
     print(err)
 
 
+def test_autotune_on_gpu_times_only_added_configurations(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    # a new process (a new kernel object) with one configuration more than the list tuned before
+    # times that one against the remembered choice and its close calls, and computes right
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path))
+    n = 1 << 22
+    z = torch.zeros(n, device="cuda")
+    configs = [tc.config({"BLOCK": 1024}, num_warps=4), tc.config({"BLOCK": 128}, num_warps=1)]
+    added = tc.config({"BLOCK": 512}, num_warps=4)
+    for listed in (configs, [*configs, added]):
+        k = tc.kernel(ACC_SRC, device="cuda:0", autotune_configs=listed, autotune_key=["N"])
+        k(z.data_ptr(), n, grid=lambda opt: (tc.cdiv(n, opt.BLOCK),))
+    torch.cuda.synchronize()
+    assert torch.equal(z, torch.full_like(z, 2))
+    err = capsys.readouterr().err
+    assert err.count("configurations not timed before") == 1
+    second = err[err.index("configurations not timed before"):]
+    timed = [line for line in second.splitlines() if line.endswith(" us")]
+    assert any("'BLOCK': '512'" in line for line in timed) and "chose config" in second
+
+
 def test_precompiled_kernel_runs_without_the_compiler(tmp_path: Path) -> None:
     binary = tc.build(ADD_SRC, arch=driver.get_device(0).arch, defines={"BLOCK": 128})
     path = tc.save(binary, tmp_path / "add.cubin" if binary.cubin else tmp_path / "add.ptx")
