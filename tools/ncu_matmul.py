@@ -44,9 +44,11 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=4)
     ap.add_argument("--kernel", default="tutorial", choices=("tutorial", "tf32nt", "nn"))
     ap.add_argument("--dtype", default="float", choices=("float", "half", "bf16"), help="--kernel nn only")
+    ap.add_argument("--layout", default="nn", choices=("nn", "nt"),
+                    help="--kernel nn only: nt multiplies by B^T, a transposed view (both operands K-contiguous)")
     args = ap.parse_args()
     if args.kernel == "nn":
-        torch_nn(args.size, args.launches, args.config or "256,128,32,8,4,p", args.dtype)
+        torch_nn(args.size, args.launches, args.config or "256,128,32,8,4,p", args.dtype, args.layout)
         return
     if args.kernel == "tf32nt":
         tf32_nt(args.size, args.launches, int(args.config.split(",")[4]) if args.config else 3)
@@ -91,9 +93,10 @@ def tf32_nt(size: int, launches: int, stages: int) -> None:
           f"{k.ck.registers} registers")
 
 
-def torch_nn(size: int, launches: int, config: str, dtype: str) -> None:
-    """C = A B (A, B row-major `dtype` squares) by tc_torch.matmul_out forced to `config`, then
-    by torch.matmul, `launches` times each; tc's result checked against a float64 product."""
+def torch_nn(size: int, launches: int, config: str, dtype: str, layout: str = "nn") -> None:
+    """C = A B (A, B row-major `dtype` squares; with `layout` nt, B a transposed view of a
+    row-major matrix: K-contiguous) by tc_torch.matmul_out forced to `config`, then by
+    torch.matmul, `launches` times each; tc's result checked against a float64 product."""
     import torch
 
     from tc_runtime import config as make_config
@@ -105,6 +108,8 @@ def torch_nn(size: int, launches: int, config: str, dtype: str) -> None:
     dt = {"float": torch.float32, "half": torch.float16, "bf16": torch.bfloat16}[dtype]
     a = torch.randn(1, size, size, device="cuda", dtype=dt)
     b = torch.randn(1, size, size, device="cuda", dtype=dt)  # B [K, N] row-major: N-contiguous
+    if layout == "nt":
+        b = b.transpose(1, 2)  # B [K, N] K-contiguous
     c = torch.empty(1, size, size, device="cuda", dtype=dt)
     precision = "tf32" if dtype == "float" else "ieee"
     for _ in range(launches):
@@ -114,7 +119,7 @@ def torch_nn(size: int, launches: int, config: str, dtype: str) -> None:
     torch.cuda.synchronize()
     ref = a[0].double() @ b[0].double()
     err = (c[0].double() - ref).abs().max().item()
-    print(f"{dtype} A B {config} at {size}: max error {err:.3g} (max |C| {ref.abs().max().item():.3g})")
+    print(f"{dtype} A B ({layout}) {config} at {size}: max error {err:.3g} (max |C| {ref.abs().max().item():.3g})")
 
 
 if __name__ == "__main__":
