@@ -1,5 +1,5 @@
-"""Copies of a dumped kernel's PTX with one part of its work removed, to load in its place through
-TC_KERNEL_OVERRIDE_DIR and measure what that part costs in cycles, clock or power (measure-only;
+"""Copies of a dumped kernel's PTX with one part of its work removed (or done another way), to
+load in its place through TC_KERNEL_OVERRIDE_DIR and measure what that part costs in cycles, clock or power (measure-only;
 the copies compute wrong results: time them with `bench_power.py --time-wrong`). An edit must
 leave the products something to feed (a store, an exchange), or ptxas drops them as dead code.
 
@@ -13,7 +13,8 @@ The refill edits drop one operand's TMA copies from the main loop's refill (the 
 bulk tensor copies, after the last `mbarrier.arrive.expect_tx`) and lower that block's expected
 byte count by the operand's bytes per stage (--a-bytes for the operand read through one copy,
 --b-bytes for the one read in several panels), so the barrier still completes; the stages keep
-the data of the program's first copies.
+the data of the program's first copies. The `untransposed` edit reads a 16-bit product's
+transposed (M- or N-major) operand as if it were K-major: the same bytes without the transpose.
 """
 
 from __future__ import annotations
@@ -51,6 +52,28 @@ def no_fragment_loads(lines: list[str], a_bytes: int, b_bytes: int) -> tuple[lis
     """The register operand's loads from shared memory are gone (its registers keep whatever
     they held: the products use undefined values)."""
     return _drop(lines, _FRAGMENT_LOAD)
+
+
+#: a 16-bit wgmma with both operands in shared memory: ..., descA, descB, scale-d, imm-scale-a,
+#: imm-scale-b, tnsp-a, tnsp-b;
+_TRANSPOSED_WGMMA = re.compile(r"^(.*wgmma\.mma_async\.\S+\.b?f16\.b?f16 .*, %rd\d+, %rd\d+, \S+, -?1, -?1, )"
+                               r"([01]), ([01]);(.*)$")
+
+
+def untransposed(lines: list[str], a_bytes: int, b_bytes: int) -> tuple[list[str], int]:
+    """The 16-bit products read their operands from shared memory as K-major where the compiler
+    asked for a transposed (M- or N-major) read: the same bytes, in another order, without the
+    transposition (tf32 products have no such flag and are left alone). Whether the transposed
+    read costs power: tc's C = A B (B N-major) ran 3% behind its dA (both K-major) at the same
+    cycles, 4096³ fp16 on an H100 (BENCHMARKS.md, thirty-second session)."""
+    out, changed = [], 0
+    for line in lines:
+        m = _TRANSPOSED_WGMMA.match(line)
+        if m is not None and (m.group(2), m.group(3)) != ("0", "0"):
+            line = f"{m.group(1)}0, 0;{m.group(4)}"
+            changed += 1
+        out.append(line)
+    return out, changed
 
 
 def _refill(lines: list[str]) -> tuple[int, list[int]]:
@@ -98,6 +121,7 @@ EDITS: dict[str, Callable[[list[str], int, int], tuple[list[str], int]]] = {
     "no-fragment-loads": no_fragment_loads,
     "no-a-refill": _without_refill_of(single=True),
     "no-b-refill": _without_refill_of(single=False),
+    "untransposed": untransposed,
 }
 
 
@@ -121,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.out / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / args.ptx.name).write_text("\n".join(edited) + "\n")
-        print(f"{name}: {removed} lines removed -> {folder / args.ptx.name}")
+        print(f"{name}: {removed} lines removed or changed -> {folder / args.ptx.name}")
     return 0
 
 

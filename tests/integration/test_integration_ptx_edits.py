@@ -68,11 +68,21 @@ def test_the_refill_edits_drop_one_operand_from_the_last_refill_and_its_bytes() 
     assert sum("[%rd1," in line for line in lines) == 0 and sum("[%rd2," in line for line in lines) == 2
 
 
+def test_the_transpose_edit_turns_off_the_transposed_reads_of_16_bit_products_only() -> None:
+    half = ("\t{ .reg .pred p; setp.ne.b32 p, %r60, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+            "{%r222, %r223}, %rd9, %rd10, p, 1, 1, 0, 1; }")
+    plain = half.replace("0, 1; }", "0, 0; }")
+    tf32 = KERNEL.splitlines()
+    lines, changed = ptx_edits.EDITS["untransposed"]([*tf32, half, plain], 200, 100)
+    assert changed == 1 and lines == [*tf32, plain, plain]
+    assert ptx_edits.EDITS["untransposed"](tf32, 200, 100) == (tf32, 0)  # (tf32 takes no flags)
+
+
 def test_the_tool_writes_one_folder_per_edit_that_applies(tmp_path: Path) -> None:
     dumped = tmp_path / "matmul-0123456789abcdef.ptx"
     dumped.write_text("\n".join(line for line in KERNEL.splitlines() if "ld.shared.v2" not in line) + "\n")
     assert ptx_edits.main([str(dumped), str(tmp_path / "out")]) == 0
     written = sorted(p.parent.name for p in (tmp_path / "out").glob("*/matmul-0123456789abcdef.ptx"))
-    assert written == sorted(set(ptx_edits.EDITS) - {"no-fragment-loads"})  # (nothing to remove there)
+    assert written == sorted(set(ptx_edits.EDITS) - {"no-fragment-loads", "untransposed"})  # (nothing to edit)
     assert ptx_edits.main([str(tmp_path / "missing.ptx"), str(tmp_path / "out")]) == 2
     assert (tmp_path / "out" / "same" / dumped.name).read_text() == dumped.read_text()
