@@ -153,7 +153,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
         try:
             v = kernel.variant(plan.winner, spec)
             _say(f"{label}: {v.config} (remembered on disk; no configuration is new)")
-            _remember(kernel, record_key, history_key, v, {}, [], history)
+            _remember(kernel, reprs, record_key, history_key, v, {}, [], history)
             return v
         except skippable_errors():
             plan = None
@@ -206,7 +206,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
     ms, best = min(finals or timed, key=lambda t: t[0])
     _say(f"{label}: chose {best.config}" + (f" ({ms * 1000:.1f} us)" if ms else ""))
     times = {repr(v.config): t for t, v in [*timed, *finals]}
-    _remember(kernel, record_key, history_key, best, times, failed, history)
+    _remember(kernel, reprs, record_key, history_key, best, times, failed, history)
     return best
 
 
@@ -224,9 +224,9 @@ class IncrementalPlan:
 def tuning_history_key(kernel: Kernel, spec: Sequence[int], values: Sequence[Any]) -> str:
     """The disk record of every configuration's time for one (specialization, key values): keyed
     by the kernel's source, name, fixed defines and options but not by its list of configurations
-    (nor by its auto-tuning axes' values), so that a
-    configuration added to the list is timed alone against the remembered choice instead of all
-    of them again (Triton's tuning cache keys the whole list: triton-lang/triton#9822)."""
+    (nor by its auto-tuning axes' values), so that a configuration added to the list is timed
+    alone against the remembered choice instead of all of them again (Triton's tuning cache keys
+    the whole list: triton-lang/triton#9822)."""
     base = base_key(kernel.source, kernel.filename, kernel.name, kernel.fixed_defines, kernel.compile_options)
     return cache_key({**base, "what": "autotune history", "arch": kernel.arch, "spec": list(spec),
                       "values": [repr(v) for v in values]})
@@ -253,15 +253,15 @@ def incremental_plan(reprs: Sequence[str], history: dict[str, Any] | None) -> In
     return IncrementalPlan(w, sorted({w, *close, *new}), new)
 
 
-def _remember(kernel: Kernel, record_key: str, history_key: str, best: Variant, times: dict[str, float],
-              failed: list[str], history: dict[str, Any] | None) -> None:
-    """Write the choice for this list of configurations and the history of every configuration
-    still in the list: the times measured now over those of earlier tunings, and the ones that
-    did not compile."""
+def _remember(kernel: Kernel, reprs: Sequence[str], record_key: str, history_key: str, best: Variant,
+              times: dict[str, float], failed: list[str], history: dict[str, Any] | None) -> None:
+    """Write the choice for this list of configurations (`reprs`) and the history of every
+    configuration still in the list: the times measured now over those of earlier tunings, and
+    the ones that did not compile."""
     cache = kernel.cache()
     if cache is None:
         return
-    present = {repr(c) for c in kernel.configs}
+    present = set(reprs)
     old_times = history.get("times_ms") if history else None
     old_failed = history.get("failed") if history else None
     merged = {r: t for r, t in (old_times.items() if isinstance(old_times, dict) else ()) if r in present}
