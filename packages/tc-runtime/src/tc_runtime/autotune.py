@@ -147,7 +147,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
                 return v
             except skippable_errors():
                 pass
-    history = cache.get_record(history_key) if reading and cache is not None else None
+    history = cache.get_record(history_key) if reading and cache is not None else None  # (mypy: reading implies a cache)
     plan = incremental_plan(reprs, history)
     if plan is not None and not plan.indices:
         try:
@@ -244,12 +244,13 @@ def incremental_plan(reprs: Sequence[str], history: dict[str, Any] | None) -> In
         return None
     known = set(times) | {f for f in failed if isinstance(f, str)}
     new = [i for i, r in enumerate(reprs) if r not in known]
-    if not new:
-        return IncrementalPlan(reprs.index(winner), [], [])
-    best = times.get(winner)
-    close = {i for i, r in enumerate(reprs) if isinstance(best, (int, float)) and best > 0
-             and isinstance(times.get(r), (int, float)) and times[r] <= best * (1 + CLOSE_MARGIN)}
     w = reprs.index(winner)
+    if not new:
+        return IncrementalPlan(w, [], [])
+    best = times.get(winner)
+    close = set()
+    if isinstance(best, (int, float)) and best > 0:
+        close = {i for i, r in enumerate(reprs) if isinstance(times.get(r), (int, float)) and _close(times[r], best)}
     return IncrementalPlan(w, sorted({w, *close, *new}), new)
 
 
@@ -345,7 +346,12 @@ def close_calls(timed: list[tuple[float, Variant]]) -> list[Variant]:
     """The variants of `timed` within CLOSE_MARGIN of the fastest, fastest first: the ones the
     final rounds could not tell apart."""
     fastest = min(t for t, _ in timed)
-    return [v for t, v in sorted(timed, key=lambda tv: tv[0]) if t <= fastest * (1 + CLOSE_MARGIN)]
+    return [v for t, v in sorted(timed, key=lambda tv: tv[0]) if _close(t, fastest)]
+
+
+def _close(ms: float, fastest: float) -> bool:
+    """Whether a time within CLOSE_MARGIN of the fastest: a close call."""
+    return ms <= fastest * (1 + CLOSE_MARGIN)
 
 
 def paired_times(rounds: dict[int, list[float]]) -> dict[int, float]:
