@@ -147,7 +147,7 @@ def tune_gpu(kernel: Kernel, spec: tuple[int, ...], values: tuple[Any, ...],
                 return v
             except skippable_errors():
                 pass
-    history = cache.get_record(history_key) if reading and cache is not None else None  # (mypy: reading implies a cache)
+    history = cache.get_record(history_key) if reading and cache is not None else None
     plan = incremental_plan(reprs, history)
     if plan is not None and not plan.indices:
         try:
