@@ -21,13 +21,17 @@ REP_MS = 40
 def interleaved_rounds(providers: Mapping[str, Callable[[], object]], rounds: int = ROUNDS,
                        rep: float = REP_MS) -> dict[str, list[float]]:
     """Milliseconds per call of each provider in each of `rounds` rounds (do_bench's median), the
-    providers taking turns within each round."""
+    providers taking turns within each round. Each round starts one provider further along
+    (round r with provider r mod n), so that no provider always follows the same one or always
+    comes first: the clock a provider gets from the power limiter depends on what ran before it."""
     import tc_runtime as tc
 
-    times: dict[str, list[float]] = {name: [] for name in providers}
-    for _ in range(rounds):
-        for name, fn in providers.items():
-            ms, _, _ = tc.testing.do_bench(fn, warmup=10, rep=rep)
+    names = list(providers)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        shift = r % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            ms, _, _ = tc.testing.do_bench(providers[name], warmup=10, rep=rep)
             times[name].append(ms)
     return times
 

@@ -1,13 +1,27 @@
-"""Run the tutorial kernels once each at small, ragged sizes: the program that
-`compute-sanitizer --tool memcheck` watches in tools/gpu_check.py (any out-of-bounds or
-misaligned access, or a race on shared memory with --tool racecheck, is reported by it).
+"""The programs that compute-sanitizer watches in tools/gpu_check.py: any out-of-bounds or
+misaligned access (--tool memcheck), a race on shared memory (--tool racecheck) or a misused
+barrier (--tool synccheck) in them is reported by it.
 
-    python3 tools/sanitize_kernels.py        # prints one line per kernel, exits 1 on a mismatch
+    python3 tools/sanitize_kernels.py            # the tutorial kernels at small, ragged sizes
+    python3 tools/sanitize_kernels.py --matmul [--shard I/N]
+                                                 # tc_torch.matmul, each configuration alone
+
+The first runs each tutorial kernel of the GPU-vs-interpreter catalogue once. The second runs
+every configuration that tc_torch.matmul's auto-tuner may choose (the 16-bit list and both tf32
+lists, with their persistent, bulk-store, warp-specialized, overlapped, multicast and stream-K
+schedules; the stream-K kernel of kernels/matmul_streamk.tc) forced one at a time through
+`matmul_out(configs=[...])`, in the four operand layouts, at two shapes: one whose extents are
+ragged but whose rows are 16-byte aligned (the TMA paths; more programs than SMs, so that the
+persistent kernels loop), and a batched one of odd extents (no TMA). `--shard I/N` runs every
+N-th case from the I-th (gpu_check compiles the cases in parallel shards before the sanitizer
+runs find them in the disk cache). Both print one line per case and exit 1 on a wrong result.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +30,12 @@ sys.path.insert(0, str(ROOT / "packages" / "tc-nvptx" / "tests"))
 
 TUTORIAL = {"vector_add", "softmax", "transpose_masked", "matmul_tutorial", "matmul_autotuned", "transpose"}
 
+#: (batch, M, N, K, aligned rows): the matmul shapes (see the module docstring).
+MATMUL_SHAPES = ((1, 2100, 4150, 200, True), (2, 203, 137, 999, False))
 
-def main() -> int:
+
+def tutorial_kernels() -> int:
+    """Each tutorial kernel once on the GPU and on the interpreter; the number of mismatches."""
     import numpy as np
     import torch
 
@@ -42,6 +60,79 @@ def main() -> int:
             ok &= bool(np.allclose(got, want, rtol=1e-2, atol=5e-2))
         failed += not ok
         print(f"{'ok ' if ok else 'BAD'} {case.name}", flush=True)
+    return failed
+
+
+def matmul_cases() -> Iterator[tuple[str, str, Any, bool, bool]]:
+    """(label, dtype name, configuration, A transposed, B transposed) of every matmul case, in a
+    fixed order; the dtype name "fp16-streamk" runs the configuration by stream-K."""
+    from tc_torch.ops import matmul as mm
+
+    lists = (("fp16", False, mm.TENSOR_CORE_CONFIGS), ("tf32", False, mm.TF32_CONFIGS),
+             ("tf32", True, [c for c in mm.TF32_K_MAJOR_B_CONFIGS
+                            if c.key() not in {t.key() for t in mm.TF32_CONFIGS}]))
+    for dname, b_k_major_only, cfgs in lists:
+        for cfg in cfgs:
+            for ta in (False, True):
+                for tb in ((True,) if b_k_major_only else (False, True)):
+                    yield f"{dname} {cfg} ta={ta:d} tb={tb:d}", dname, cfg, ta, tb
+    for cfg in mm.STREAM_K_CONFIGS:
+        yield f"fp16 stream-K {cfg}", "fp16-streamk", cfg, False, False
+
+
+def _operand(rows: int, cols: int, batch: int, transposed: bool, aligned: bool, dtype: Any) -> Any:
+    """A (batch, rows, cols) operand, a transposed view when `transposed`; its row stride a
+    multiple of 64 elements when `aligned`, else the extent itself."""
+    import torch
+
+    inner, outer = (rows, cols) if transposed else (cols, rows)
+    stride = -(-inner // 64) * 64 if aligned else inner
+    storage = torch.randn(batch, outer, stride, device="cuda").to(dtype)[:, :, :inner]
+    return storage.transpose(1, 2) if transposed else storage
+
+
+def matmul_configurations(shard: int, shards: int) -> int:
+    """Every `shards`-th matmul case from the `shard`-th at MATMUL_SHAPES; the number wrong."""
+    import torch
+
+    from tc_torch.ops import matmul as mm
+
+    torch.manual_seed(0)
+    failed = 0
+    for i, (label, dname, cfg, ta, tb) in enumerate(matmul_cases()):
+        if i % shards != shard:
+            continue
+        dtype = torch.float32 if dname == "tf32" else torch.float16
+        for z, m, n, k, aligned in MATMUL_SHAPES:
+            if dname == "fp16-streamk" and z > 1:
+                continue  # (stream-K runs single products)
+            a = _operand(m, k, z, ta, aligned, dtype)
+            b = _operand(k, n, z, tb, aligned, dtype)
+            c = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
+            mm.matmul_out(c, a, b, configs=[cfg], precision="tf32" if dname == "tf32" else "ieee",
+                          transpose_first="none", stream_k="on" if dname == "fp16-streamk" else "off")
+            ref = a.double() @ b.double()
+            err = (c.double() - ref).abs().max().item()
+            scale = ref.abs().max().item()
+            ok = err <= (1e-2 * scale if dname == "tf32" else 0.5 + 2e-2 * scale)
+            failed += not ok
+            print(f"{'ok ' if ok else 'BAD'} {label} {z}x{m}x{n}x{k}{'' if aligned else ' unaligned'}"
+                  f" (max error {err:.3g})", flush=True)
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--matmul", action="store_true", help="tc_torch.matmul's configurations, not the tutorials")
+    ap.add_argument("--shard", default="0/1", help="I/N: every N-th matmul case from the I-th")
+    args = ap.parse_args(argv)
+    try:
+        shard, shards = (int(x) for x in args.shard.split("/"))
+        if not 0 <= shard < shards:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--shard takes I/N with 0 <= I < N, got {args.shard!r}")
+    failed = matmul_configurations(shard, shards) if args.matmul else tutorial_kernels()
     return 1 if failed else 0
 
 

@@ -21,6 +21,29 @@ def test_speedups_pair_the_providers_round_by_round() -> None:
     assert bench_rounds.paired_speedups(times, "tc", "torch") == pytest.approx([1.1, 1.05, 1.0 / 1.1])
 
 
+def test_rounds_rotate_which_provider_goes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round r starts with provider r mod n; every provider gets one time per round, in its own
+    list, whatever its place in the round."""
+    import tc_runtime as tc
+
+    calls: list[str] = []
+
+    def bench(fn: Any, warmup: float, rep: float) -> tuple[float, float, float]:
+        name = fn()
+        calls.append(name)
+        ms = {"tc": 1.0, "torch": 2.0, "triton": 3.0}[name] + len(calls) / 100
+        return ms, ms, ms
+
+    monkeypatch.setattr(tc.testing, "do_bench", bench)
+    providers = {name: (lambda name=name: name) for name in ("tc", "torch", "triton")}
+    times = bench_rounds.interleaved_rounds(providers, rounds=4, rep=1.0)
+    assert calls == ["tc", "torch", "triton", "torch", "triton", "tc", "triton", "tc", "torch",
+                     "tc", "torch", "triton"]
+    assert times == {"tc": pytest.approx([1.01, 1.06, 1.08, 1.10]),
+                     "torch": pytest.approx([2.02, 2.04, 2.09, 2.11]),
+                     "triton": pytest.approx([3.03, 3.05, 3.07, 3.12])}
+
+
 def test_speedups_of_rounds_of_different_counts_are_refused() -> None:
     with pytest.raises(ValueError):
         bench_rounds.paired_speedups({"tc": [1.0, 2.0], "torch": [1.0]}, "tc", "torch")
