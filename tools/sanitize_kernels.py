@@ -12,7 +12,9 @@ lists, with their persistent, bulk-store, warp-specialized, overlapped, multicas
 schedules; the stream-K kernel of kernels/matmul_streamk.tc) forced one at a time through
 `matmul_out(configs=[...])`, in the four operand layouts, at two shapes: one whose extents are
 ragged but whose rows are 16-byte aligned (the TMA paths; more programs than SMs, so that the
-persistent kernels loop), and a batched one of odd extents (no TMA). `--shard I/N` runs every
+persistent kernels loop), and a batched one of odd extents (no TMA). A configuration that needs
+more shared memory than the GPU has in some layout is reported as such and passed over there, as
+the auto-tuner passes it over. `--shard I/N` runs every
 N-th case from the I-th (gpu_check compiles the cases in parallel shards before the sanitizer
 runs find them in the disk cache). Both print one line per case and exit 1 on a wrong result.
 """
@@ -31,7 +33,7 @@ sys.path.insert(0, str(ROOT / "packages" / "tc-nvptx" / "tests"))
 TUTORIAL = {"vector_add", "softmax", "transpose_masked", "matmul_tutorial", "matmul_autotuned", "transpose"}
 
 #: (batch, M, N, K, aligned rows): the matmul shapes (see the module docstring).
-MATMUL_SHAPES = ((1, 2100, 4150, 200, True), (2, 203, 137, 999, False))
+MATMUL_SHAPES = ((1, 1700, 4150, 200, True), (2, 203, 137, 999, False))
 
 
 def tutorial_kernels() -> int:
@@ -95,6 +97,7 @@ def matmul_configurations(shard: int, shards: int) -> int:
     """Every `shards`-th matmul case from the `shard`-th at MATMUL_SHAPES; the number wrong."""
     import torch
 
+    from tc_lang.diagnostics import TcResourceError
     from tc_torch.ops import matmul as mm
 
     torch.manual_seed(0)
@@ -109,8 +112,12 @@ def matmul_configurations(shard: int, shards: int) -> int:
             a = _operand(m, k, z, ta, aligned, dtype)
             b = _operand(k, n, z, tb, aligned, dtype)
             c = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
-            mm.matmul_out(c, a, b, configs=[cfg], precision="tf32" if dname == "tf32" else "ieee",
-                          transpose_first="none", stream_k="on" if dname == "fp16-streamk" else "off")
+            try:
+                mm.matmul_out(c, a, b, configs=[cfg], precision="tf32" if dname == "tf32" else "ieee",
+                              transpose_first="none", stream_k="on" if dname == "fp16-streamk" else "off")
+            except TcResourceError as exc:  # (the tuner skips it too: "does not fit")
+                print(f"ok  {label}: does not fit this layout ({str(exc).splitlines()[0][-90:]})", flush=True)
+                break
             ref = a.double() @ b.double()
             err = (c.double() - ref).abs().max().item()
             scale = ref.abs().max().item()
