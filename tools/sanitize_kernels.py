@@ -3,7 +3,7 @@ misaligned access (--tool memcheck), a race on shared memory (--tool racecheck) 
 barrier (--tool synccheck) in them is reported by it.
 
     python3 tools/sanitize_kernels.py            # the tutorial kernels at small, ragged sizes
-    python3 tools/sanitize_kernels.py --matmul [--shard I/N]
+    python3 tools/sanitize_kernels.py --matmul [--shard I/N] [--persistent]
                                                  # tc_torch.matmul, each configuration alone
 
 The first runs each tutorial kernel of the GPU-vs-interpreter catalogue once. The second runs
@@ -11,12 +11,13 @@ every configuration that tc_torch.matmul's auto-tuner may choose (the 16-bit lis
 lists, with their persistent, bulk-store, warp-specialized, overlapped, multicast and stream-K
 schedules; the stream-K kernel of kernels/matmul_streamk.tc) forced one at a time through
 `matmul_out(configs=[...])`, in the four operand layouts, at two shapes: one whose extents are
-ragged but whose rows are 16-byte aligned (the TMA paths; more programs than SMs, so that the
-persistent kernels loop), and a batched one of odd extents (no TMA). A configuration that needs
+ragged against every tile but whose rows are 16-byte aligned, C's too (the TMA loads and bulk
+stores; more programs than SMs, so that the persistent kernels loop), and a batched one of odd extents (no TMA). A configuration that needs
 more shared memory than the GPU has in some layout is reported as such and passed over there, as
 the auto-tuner passes it over. `--shard I/N` runs every
 N-th case from the I-th (gpu_check compiles the cases in parallel shards before the sanitizer
-runs find them in the disk cache). Both print one line per case and exit 1 on a wrong result.
+runs find them in the disk cache); `--persistent` only the persistent configurations with A not
+transposed (racecheck takes seconds a case). Both print one line per case and exit 1 on a wrong result.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT / "packages" / "tc-nvptx" / "tests"))
 TUTORIAL = {"vector_add", "softmax", "transpose_masked", "matmul_tutorial", "matmul_autotuned", "transpose"}
 
 #: (batch, M, N, K, aligned rows): the matmul shapes (see the module docstring).
-MATMUL_SHAPES = ((1, 1700, 4150, 200, True), (2, 203, 137, 999, False))
+MATMUL_SHAPES = ((1, 1700, 4160, 200, True), (2, 203, 137, 999, False))
 
 
 def tutorial_kernels() -> int:
@@ -93,8 +94,9 @@ def _operand(rows: int, cols: int, batch: int, transposed: bool, aligned: bool, 
     return storage.transpose(1, 2) if transposed else storage
 
 
-def matmul_configurations(shard: int, shards: int) -> int:
-    """Every `shards`-th matmul case from the `shard`-th at MATMUL_SHAPES; the number wrong."""
+def matmul_configurations(shard: int, shards: int, persistent_only: bool = False) -> int:
+    """Every `shards`-th matmul case from the `shard`-th at MATMUL_SHAPES (only the persistent
+    configurations with A not transposed if `persistent_only`); the number wrong."""
     import torch
 
     from tc_lang.diagnostics import TcResourceError
@@ -103,7 +105,7 @@ def matmul_configurations(shard: int, shards: int) -> int:
     torch.manual_seed(0)
     failed = 0
     for i, (label, dname, cfg, ta, tb) in enumerate(matmul_cases()):
-        if i % shards != shard:
+        if i % shards != shard or (persistent_only and not (cfg.options.get("persistent") and not ta)):
             continue
         dtype = torch.float32 if dname == "tf32" else torch.float16
         for z, m, n, k, aligned in MATMUL_SHAPES:
@@ -132,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--matmul", action="store_true", help="tc_torch.matmul's configurations, not the tutorials")
     ap.add_argument("--shard", default="0/1", help="I/N: every N-th matmul case from the I-th")
+    ap.add_argument("--persistent", action="store_true",
+                    help="only the persistent matmul configurations, A not transposed")
     args = ap.parse_args(argv)
     try:
         shard, shards = (int(x) for x in args.shard.split("/"))
@@ -139,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError
     except ValueError:
         ap.error(f"--shard takes I/N with 0 <= I < N, got {args.shard!r}")
-    failed = matmul_configurations(shard, shards) if args.matmul else tutorial_kernels()
+    failed = matmul_configurations(shard, shards, args.persistent) if args.matmul else tutorial_kernels()
     return 1 if failed else 0
 
 
