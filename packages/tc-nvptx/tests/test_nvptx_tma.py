@@ -51,6 +51,19 @@ CHECK: mbarrier.inval.shared::cta.b64
     assert "cp.async.cg" not in k.ptx and "cp.async.wait_group" not in k.ptx
 
 
+@pytest.mark.parametrize("type_, ld, copies", [("half", "8", 20), ("half", None, 0), ("half", "16", 20)])
+def test_rows_of_16_bytes_take_tma_whatever_their_element_count(type_: str, ld: str | None, copies: int) -> None:
+    """Leading dimensions divisible by 8 (a half matrix of 1000 or 4104 columns: rows of 16-byte
+    multiples) are as legal for TMA as multiples of 16, and give the same copies; without a
+    fact about them nothing is copied by TMA (the runtime compiles that variant for odd ones)."""
+    spec = ("16", "16", "16", None, None, None, ld, ld, ld)
+    k = compile((KERNELS / "matmul_tutorial.tc").read_text(), defines={"TYPE": type_, "MB": 128, "NB": 256, "KB": 64},
+                options=CompileOptions(arch="sm_90", num_warps=8, num_stages=4, specialization=spec))
+    assert len(re.findall(r"cp\.async\.bulk\.tensor", k.ptx)) == copies
+    if ld == "8":
+        assert k.ptx == _compile().ptx  # (nothing in the kernel needs more than 16-byte rows)
+
+
 def _loop_blocks(ptx: str) -> list[tuple[str, list[str]]]:
     """The basic blocks (label, lines) of the loop around the first mbarrier phase wait, in text
     order: the blocks on a path from the wait's block back to it (LLVM may place the latch

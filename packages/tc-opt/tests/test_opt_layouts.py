@@ -61,10 +61,11 @@ __global__ void copy(half* Y, half* X, int M) {
 """
 
 
-@pytest.mark.parametrize("spec, contiguity", [("divisible_by_16", 16), (None, 1)])
+@pytest.mark.parametrize("spec, contiguity", [("divisible_by_16", 16), ("divisible_by_8", 8), (None, 1)])
 def test_remainder_by_a_runtime_value_keeps_runs(spec: str | None, contiguity: int) -> None:
     # Triton's tutorial wraps rows with `% M`: with M a multiple of 16 (specialized) the offsets
-    # stay 16-long aligned runs, so the loads are 16-byte vectors; without, nothing is known
+    # stay 16-long aligned runs, so the loads are 16-byte vectors; a multiple of 8 gives runs of
+    # 8 halves, 16 bytes too; without, nothing is known
     m = _module(WRAPPED, {"BLOCK": 256})
     from tc_opt import SpecializeArguments
 

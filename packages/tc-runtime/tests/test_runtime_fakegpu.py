@@ -942,7 +942,7 @@ def test_cached_launches_take_the_generated_entry(fake: FakeCuda,
     k(z + 4, 8, grid=(1,))  # a misaligned pointer: another specialization
     k(z, 64, grid=(0,))  # an empty grid: checked, nothing launched
     assert len(general) == 5 and fake.launches == launches + 3
-    assert sorted(s for _, s in k._compiled) == [(0, 0), (16, 16)]
+    assert sorted(s for _, s in k._compiled) == [(0, 8), (16, 16)]  # (8: N = 8, divisible by 8)
     np.testing.assert_array_equal(_floats(buf)[:10], [7, 8, 8, 8, 8, 8, 8, 8, 8, 7])
     # errors are the general path's, with nothing chained from the entry's own checks
     with pytest.raises(TypeError, match=r"takes 2 arguments, got 3") as info:
@@ -1041,7 +1041,7 @@ def test_entry_takes_tensors_and_leaves_the_rest_to_the_general_path(
     np.testing.assert_array_equal(_floats(buf)[32:], 2)
     # a misaligned tensor is another specialization: the general path compiles it
     k(_Tensor(z + 4), 8, grid=(1,))
-    assert len(general) == 2 and sorted(s for _, s in k._compiled) == [(0, 0), (16, 16)]
+    assert len(general) == 2 and sorted(s for _, s in k._compiled) == [(0, 8), (16, 16)]
     np.testing.assert_array_equal(_floats(buf)[:10], [3, 4, 4, 4, 4, 4, 4, 4, 4, 3])
 
     # what is no pointer gets the general path's error, with nothing chained from the entry
@@ -1172,17 +1172,18 @@ def test_entry_key_of_several_integers(fake: FakeCuda, monkeypatch: pytest.Monke
     buf = fake.alloc(4 * 64 * 64 * 2)
     d, s = buf.ctypes.data, buf.ctypes.data + 4 * 64 * 64
     k = tc.kernel(ROWS_SRC, device="cuda:0", defines={"BLOCK": 64})
-    shapes = [(64, 64, 64, 64), (1, 17, 64, 1), (3, 16, 1, 48)]
+    shapes = [(64, 64, 64, 64), (1, 17, 64, 1), (3, 16, 1, 48), (8, 24, 40, 16)]
     for shape in shapes:
         k(d, s, *shape, grid=(shape[0],))
-    assert len(general) == 3
-    # M, N, stride_d, stride_s at bits 0-1, 2-3, 4-5, 6-7 (2: divisible by 16, 1: equal to 1)
+    assert len(general) == 4
+    # M, N, stride_d, stride_s at bits 0-1, 2-3, 4-5, 6-7 (2: divisible by 16, 3: by 8 only,
+    # 1: equal to 1)
     assert set(k._records) == {2 | 2 << 2 | 2 << 4 | 2 << 6, 1 | 0 << 2 | 2 << 4 | 1 << 6,
-                               0 | 2 << 2 | 1 << 4 | 2 << 6}
+                               0 | 2 << 2 | 1 << 4 | 2 << 6, 3 | 3 << 2 | 3 << 4 | 2 << 6}
     assert {fastcall.entry_key(k.signature, key) for key in k._fast} == set(k._records)
     for shape in shapes + [(32, 32, 128, 16), (7, 1, 9, 1)]:
         k(d, s, *shape, grid=(shape[0],))
-    assert len(general) == 4  # only the new pattern (NONE, ONE, NONE, ONE) took it
+    assert len(general) == 5  # only the new pattern (NONE, ONE, NONE, ONE) took it
     assert launched == shapes + shapes + [(32, 32, 128, 16), (7, 1, 9, 1)]
 
 

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from tc_runtime.signature import DIV16, NONE, ONE, Signature, c_spelling
+from tc_runtime.signature import DIV8, DIV16, NONE, ONE, Signature, c_spelling
 
 ADD = Signature("add", ["ptr<f32>", "ptr<f32>", "ptr<f32>", "i32"], ["z", "x", "y", "N"])
 
@@ -49,15 +49,28 @@ def test_normalize_converts_data_ptr_and_numpy_ints() -> None:
 def test_specialization_keys() -> None:
     assert ADD.specialize([4096, 4096, 4096, 1024]) == (DIV16, DIV16, DIV16, DIV16)
     assert ADD.specialize([4100, 4096, 4104, 1]) == (NONE, DIV16, NONE, ONE)
-    assert ADD.specialize([4096, 4097, 4096, 1000]) == (DIV16, NONE, DIV16, NONE)
+    # an integer divisible by 8 but not 16 has a code of its own; a pointer is 16-aligned or not
+    assert ADD.specialize([4096, 4097, 4096, 1000]) == (DIV16, NONE, DIV16, DIV8)
+    assert ADD.specialize([4104, 4096, 4096, 4100]) == (NONE, DIV16, DIV16, NONE)
     with pytest.raises(TypeError):
         ADD.specialize([4096, 4096, 4096, 1.0])
     spec = ADD.options_specialization((NONE, DIV16, NONE, ONE))
     assert spec == (None, "divisible_by_16", None, "equal_to_1")
+    assert ADD.options_specialization((DIV16, DIV16, DIV16, DIV8))[3] == "divisible_by_8"
     # float arguments are not specialized
     sig = Signature("f", ["f32", "ptr<f16>", "i64"], ["a", "p", "n"])
     assert sig.specialize([1.5, 32, 1]) == (DIV16, ONE)
     assert sig.options_specialization((DIV16, ONE)) == (None, "divisible_by_16", "equal_to_1")
+
+
+def test_generated_key_function_agrees_with_specialize() -> None:
+    """The launch key's generated code gives the codes `specialize` gives, DIV8 included, for
+    every residue of the integers mod 16 and for 1."""
+    key = ADD.key_function([3])
+    for n in [1, *range(2, 35)]:
+        for pointer in (4096, 4104):
+            args = [pointer, 4096, 4096, n]
+            assert key(*args) == (*ADD.specialize(args), n), (pointer, n)
 
 
 def test_packing_native_layout() -> None:

@@ -596,7 +596,8 @@ class ConvertLayoutOp(Operation):
 @attrs.define(eq=False)
 class Function:
     """A kernel (`kind` "global"). Argument attributes: multiple_of, aligned, noalias, readonly,
-    writeonly (from the source) and divisible_by_16 / equal_to_1 (runtime specialization)."""
+    writeonly (from the source) and divisible_by_16 / equal_to_1 (runtime specialization; a
+    value divisible by 8 only raises multiple_of / aligned)."""
 
     name: str
     body: Block

@@ -8,8 +8,11 @@ import attrs
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
-#: Values of one entry of `CompileOptions.specialization` (one entry per kernel argument).
-SPECIALIZATIONS = ("equal_to_1", "divisible_by_16")
+#: Values of one entry of `CompileOptions.specialization` (one entry per kernel argument): an
+#: integer equal to 1, an integer (a pointer's byte address) divisible by 16, or by 8 but not 16.
+#: Divisible by 8 matters to 16-bit matrices whose rows are 16-byte aligned but not a multiple of
+#: 16 elements long (1000, 4104): vector copies and TMA need only the 16 bytes.
+SPECIALIZATIONS = ("equal_to_1", "divisible_by_16", "divisible_by_8")
 
 
 def _check_arch(_inst: object, _a: object, value: str) -> None:
@@ -61,6 +64,8 @@ def _spec(value: object) -> tuple[str | None, ...] | None:
             out.append("equal_to_1")
         elif v in ("divisible_by_16", 16, "16"):
             out.append("divisible_by_16")
+        elif v in ("divisible_by_8", 8, "8"):
+            out.append("divisible_by_8")
         else:
             raise ValueError(f"unknown argument specialization {v!r}")
     return tuple(out)
@@ -70,7 +75,8 @@ def _spec(value: object) -> tuple[str | None, ...] | None:
 class CompileOptions:
     """How to compile: target arch, warps per program, pipelining depth and argument facts.
 
-    `specialization` has one entry per kernel argument: "equal_to_1", "divisible_by_16" or None.
+    `specialization` has one entry per kernel argument: "equal_to_1", "divisible_by_16",
+    "divisible_by_8" or None.
     When it is None (no runtime information, e.g. the tcc CLI) pointer arguments are assumed to be
     16-byte aligned; the runtime guarantees this by checking and re-specialising.
     """

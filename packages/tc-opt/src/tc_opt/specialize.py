@@ -1,5 +1,6 @@
 """Argument specialization: arguments known equal to 1 become constants, arguments divisible by
-16 are recorded (`divisible_by_16`, `multiple_of`), pointers get their byte alignment (`aligned`)."""
+16 or 8 are recorded (`divisible_by_16`, `multiple_of`), pointers get their byte alignment
+(`aligned`)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ class SpecializeArguments(Pass):
                 elif kind == "divisible_by_16":
                     attrs_["aligned"] = max(16, int(attrs_.get("aligned", 1)))
                     attrs_["divisible_by_16"] = True
+                elif kind == "divisible_by_8":
+                    attrs_["aligned"] = max(8, elem_bytes, int(attrs_.get("aligned", 1)))
                 else:
                     attrs_.setdefault("aligned", elem_bytes)
                 continue
@@ -47,6 +50,8 @@ class SpecializeArguments(Pass):
             if kind == "divisible_by_16":
                 attrs_["divisible_by_16"] = True
                 attrs_["multiple_of"] = max(16, int(attrs_.get("multiple_of", 1)))
+            elif kind == "divisible_by_8":
+                attrs_["multiple_of"] = max(8, int(attrs_.get("multiple_of", 1)))
             elif kind == "equal_to_1":
                 attrs_["equal_to_1"] = True
                 one = ConstantOp.create([], [arg.type], {"value": 1}, loc=f.loc)

@@ -121,7 +121,8 @@ def build(source: str, *, arch: str = "sm_90", defines: Mapping[str, object] | N
           precise_math: bool = False, tma: bool = True,
           tma_store: bool = False) -> KernelBinary:
     """Compile one kernel ahead of time (through the disk cache) for `arch`; no GPU needed.
-    `specialization` holds one entry per argument ("divisible_by_16", "equal_to_1" or None);
+    `specialization` holds one entry per argument ("divisible_by_16", "divisible_by_8",
+    "equal_to_1" or None);
     by default nothing is assumed. Save it with `tc_runtime.save` and launch it anywhere with
     `tc_runtime.load`. `fp32_dot`, `precise_math`, `tma` and `tma_store` as for `tc_runtime.kernel`."""
     options = compile_options(fp32_dot, precise_math, tma, tma_store)
@@ -133,7 +134,8 @@ def build(source: str, *, arch: str = "sm_90", defines: Mapping[str, object] | N
     if specialization is not None and (isinstance(specialization, (str, bytes))
                                        or not isinstance(specialization, Iterable)):
         raise TypeError(f"specialization must be a sequence with one entry per kernel argument "
-                        f"('divisible_by_16', 'equal_to_1' or None), got {specialization!r}")
+                        f"('divisible_by_16', 'divisible_by_8', 'equal_to_1' or None), got "
+                        f"{specialization!r}")
     spec = tuple(specialization) if specialization is not None else ()
     if specialization is None:  # (a wrong length never hits the cache: the compiler refuses it)
         sig_fn = compiler.lower_source(source, defines=fixed, kernel=name, filename=filename)

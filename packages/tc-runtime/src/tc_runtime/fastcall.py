@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import driver
-from .signature import DIV16, NONE, ONE, Signature
+from .signature import DIV8, DIV16, NONE, ONE, Signature
 
 #: Launch record fields, in order (a tuple: the entry unpacks it into these names once per launch).
 RECORD_FIELDS = ("pack_into", "buffer", "launch", "handle", "block_x", "shared", "params", "owner",
@@ -43,7 +43,7 @@ RECORD_FIELDS = ("pack_into", "buffer", "launch", "handle", "block_x", "shared",
 
 
 #: An integer argument's specialization code as its two bits of the entry's key.
-_DIGITS = {DIV16: 2, ONE: 1, NONE: 0}
+_DIGITS = {DIV16: 2, DIV8: 3, ONE: 1, NONE: 0}
 
 
 def entry_key(sig: Signature, key: tuple[Any, ...]) -> Any:
@@ -72,7 +72,7 @@ def _entry_key_expression(sig: Signature, extra: list[int]) -> str:
     parts = []
     if ints:
         parts.append(" | ".join(
-            f"({_DIGITS[DIV16] << 2 * j} if not a{i} & 15 else "
+            f"({_DIGITS[DIV16] << 2 * j} if not a{i} & 15 else {_DIGITS[DIV8] << 2 * j} if not a{i} & 7 else "
             f"{_DIGITS[ONE] << 2 * j} if a{i} == 1 else 0)" for j, i in enumerate(ints)))
     for i in extra:
         if not 0 <= i < len(sig.kinds):

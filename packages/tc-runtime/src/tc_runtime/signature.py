@@ -30,8 +30,14 @@ _SCALARS: dict[str, tuple[str, str]] = {
 _INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 #: Specialization codes of one argument: 16 = divisible by 16 (pointers: 16-byte aligned),
-#: 1 = equal to 1 (integers only), 0 = nothing known. See `Signature.specialize`.
-DIV16, ONE, NONE = 16, 1, 0
+#: 8 = divisible by 8 but not 16 (integers only: a 16-bit matrix's rows of 1000 or 4104 elements
+#: are still 16-byte aligned), 1 = equal to 1 (integers only), 0 = nothing known. See
+#: `Signature.specialize`.
+DIV16, DIV8, ONE, NONE = 16, 8, 1, 0
+
+
+#: The codes as tc_opt.CompileOptions.specialization names them (NONE: None).
+_SPECIALIZATION_NAMES = {DIV16: "divisible_by_16", DIV8: "divisible_by_8", ONE: "equal_to_1"}
 
 
 def is_pointer(kind: str) -> bool:
@@ -268,7 +274,7 @@ class Signature:
     # -------------------------------------------------------------------------- specialization
 
     def specialize(self, args: Sequence[Any]) -> tuple[int, ...]:
-        """One code per pointer/integer argument (in order): DIV16, ONE or NONE.
+        """One code per pointer/integer argument (in order): DIV16, DIV8, ONE or NONE.
 
         Needs plain ints (call `normalize` first if this raises TypeError)."""
         out = []
@@ -279,6 +285,8 @@ class Signature:
                 raise TypeError("not a plain int")
             if not v & 15:
                 out.append(DIV16)
+            elif not v & 7 and i not in pointers:
+                out.append(DIV8)
             elif v == 1 and i not in pointers:
                 out.append(ONE)
             else:
@@ -287,10 +295,10 @@ class Signature:
 
     def options_specialization(self, key: tuple[int, ...]) -> tuple[str | None, ...]:
         """The key as `tc_opt.CompileOptions.specialization`: one entry per argument,
-        "divisible_by_16", "equal_to_1" or None."""
+        "divisible_by_16", "divisible_by_8", "equal_to_1" or None."""
         out: list[str | None] = [None] * len(self.kinds)
         for i, code in zip(self._special, key):
-            out[i] = "divisible_by_16" if code == DIV16 else "equal_to_1" if code == ONE else None
+            out[i] = _SPECIALIZATION_NAMES.get(code)
         return tuple(out)
 
     def key_function(self, extra: Sequence[int] = ()) -> Callable[..., tuple[Any, ...]]:
@@ -320,7 +328,8 @@ class Signature:
         parts = []
         for i in self._special:
             if i not in pointer_set:
-                parts.append(f"({DIV16} if not a{i} & 15 else {ONE} if a{i} == 1 else {NONE})")
+                parts.append(f"({DIV16} if not a{i} & 15 else {DIV8} if not a{i} & 7 else {ONE} if a{i} == 1 "
+                             f"else {NONE})")
             elif pointers:
                 parts.append(f"(0 if a{i} & 15 else {DIV16})")
         for i in extra:
