@@ -570,6 +570,33 @@ def test_overlapped_configurations_on_the_gpu(ta: bool, tb: bool, dtype: torch.d
             assert err <= 0.5 + 2e-2 * float(ref.abs().max()), (z, m, n, k, c.defines)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_rows_divisible_by_8_take_the_tma_kernels_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
+    # 16-bit operands and result whose leading dimensions are 8 mod 16 (16-byte rows): the
+    # runtime's divisible_by_8 specialization compiles them with TMA copies and bulk stores, as
+    # for multiples of 16, and the results are right
+    from tc_runtime.signature import DIV8
+
+    torch.manual_seed(0)
+    z, m, n, k = 2, 1000, 4104, 520
+    a = torch.randn(z, k, m, dtype=dtype, device="cuda").transpose(1, 2) if ta else \
+        torch.randn(z, m, k, dtype=dtype, device="cuda")
+    b = torch.randn(z, n, k, dtype=dtype, device="cuda").transpose(1, 2) if tb else \
+        torch.randn(z, k, n, dtype=dtype, device="cuda")
+    ref = a.float() @ b.float()
+    for c in [mm._cfg(128, 256, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True), mm._cfg(128, 128, 64, 4, 4)]:
+        got = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
+        mm.matmul_out(got, a, b, configs=[c])
+        err = float((got.float() - ref).abs().max())
+        assert err <= 0.5 + 2e-2 * float(ref.abs().max()), c
+        kern = mm.kernel_for(dtype, ta, tb, torch.device("cuda"), [c])
+        variants = [v for (_, spec), v in kern._compiled.items() if DIV8 in spec]
+        assert variants and all(v.binary.tensor_maps for v in variants), c
+
+
 #: Persistent configurations in clusters of 2 that multicast the tiles two programs share
 #: (CompileOptions.cluster_multicast), with and without the bulk store, the overlapped epilogue
 #: and a producer warpgroup.
