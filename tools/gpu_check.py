@@ -17,7 +17,8 @@ Sections (each guarded, so one failure still prints the table):
      cuBLAS under Nsight Compute (tools/ncu_cycles.py; skipped without `ncu`)
   7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
   8. only when named: `matmul pooled` (tools/bench_matmul_pooled.py: 4096^3 tc_torch.matmul over
-     torch pooled over fresh processes, each tuning anew; about 4 minutes)
+     torch pooled over fresh processes, each tuning anew; about 4 minutes) and `matmul ragged`
+     (bench_matmul_backward.py at 4104^3, 4100^3 and 4095^3: leading dimensions not multiples of 16)
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -456,17 +457,23 @@ def matmul_bench(r: Report) -> None:
         else:
             r.number(f"matmul fp16 {cells[0]}, single shots", f"tc best {cells[-2]} TFLOPS, cuBLAS {cells[1]}, "
                                                               f"Triton {cells[2]}, tc / cuBLAS {cells[-1]}")
-    out = (OUT if OUT is not None else ROOT / "build") / "bench_matmul_backward.json"
+    backward_products(r, "4096x4096x4096,8192x8192x8192", "bench_matmul_backward", 5)
+
+
+def backward_products(r: Report, shapes: str, label: str, rounds: int) -> None:
+    """tools/bench_matmul_backward.py at `shapes`: every product's check and its TFLOPS and
+    ratios in the table (the JSON rows kept in OUT as `label`.json)."""
+    out = (OUT if OUT is not None else ROOT / "build") / f"{label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, str(tools / "bench_matmul_backward.py"), "--shapes",
-                           "4096x4096x4096,8192x8192x8192", "--json", str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_matmul_backward.py"), "--shapes", shapes,
+                           "--rounds", str(rounds), "--json", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=900,
                           env={**os.environ, "TC_PRINT_AUTOTUNING": "1"})
     # the auto-tuner's choices go to the log (a reading far from the others is then explained)
     r.say("\n".join(tuned_choices(proc.stderr)))
     r.say((proc.stdout + "\n".join(ln for ln in proc.stderr.splitlines()
                                     if not ln.startswith("tc autotune:")))[-5000:])
-    r.check("tc_torch.matmul backward products and tf32 equal torch's", proc.returncode == 0,
+    r.check(f"tc_torch.matmul products at {shapes} equal torch's", proc.returncode == 0,
             f"exit {proc.returncode}")
     if out.is_file():
         import json as _json
@@ -479,6 +486,13 @@ def matmul_bench(r: Report) -> None:
                 ratios += f" (per round {q[0]:.3f}-{q[2]:.3f})"
             r.number(f"matmul {row['dtype']} {row['shape']} {row['op']}",
                      f"tc {row.get('tc', 0):.1f} TFLOPS, {ratios}")
+
+
+def matmul_ragged(r: Report) -> None:
+    """tc_torch.matmul at squares whose leading dimensions are 8 mod 16 (4104: 16-byte rows, the
+    divisible_by_8 specialization), 4 mod 8 (4100) and odd (4095), against torch: what shapes that
+    are not multiples of 16 cost (about 4 minutes: every product tunes anew)."""
+    backward_products(r, "4104x4104x4104,4100x4100x4100,4095x4095x4095", "bench_matmul_ragged", 3)
 
 
 def matmul_sweep(r: Report) -> None:
@@ -665,7 +679,8 @@ def table(r: Report) -> str:
 
 
 #: Sections that run only when named on the command line (gpu_check.py "matmul pooled").
-EXPLICIT_SECTIONS: list[tuple[str, Callable[[Report], None]]] = [("matmul pooled", matmul_pooled)]
+EXPLICIT_SECTIONS: list[tuple[str, Callable[[Report], None]]] = [("matmul pooled", matmul_pooled),
+                                                                   ("matmul ragged", matmul_ragged)]
 
 
 def main() -> int:

@@ -90,4 +90,33 @@ def test_the_pooled_section_reports_each_products_pooled_ratio(
                                "tc / torch 1.004 (0.985-1.020) over 27 rounds; 2 of 3 runs at least 1.0; "
                                "tuner chose 128x256x64/8/4 (2x); 256x128x64/8/3 (1x)")]
     # only when named: not among the sections a bare `gpu_check.py` runs
-    assert [name for name, _ in gpu_check.EXPLICIT_SECTIONS] == ["matmul pooled"]
+    assert [name for name, _ in gpu_check.EXPLICIT_SECTIONS] == ["matmul pooled", "matmul ragged"]
+
+
+def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    from typing import Any
+
+    seen: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        rows = [{"shape": "4104x4104x4104", "dtype": "float16", "op": "C = A B", "tc": 600.0, "torch": 580.0,
+                 "triton": 500.0, "tc_torch_quartiles": [1.01, 1.03, 1.05]},
+                {"shape": "4095x4095x4095", "dtype": "tf32", "op": "dA = dC B^T", "tc": 150.0, "torch": 300.0}]
+        Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps({"device": "cuda", "rows": rows}))
+        return subprocess.CompletedProcess(cmd, 0, "table\n", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(gpu_check, "OUT", tmp_path)
+    report = gpu_check.Report()
+    gpu_check.matmul_ragged(report)
+    (cmd,) = seen
+    assert cmd[1].endswith("bench_matmul_backward.py")
+    assert cmd[cmd.index("--shapes") + 1] == "4104x4104x4104,4100x4100x4100,4095x4095x4095"
+    assert report.checks[0][1] == "PASS"
+    assert report.numbers == [
+        ("matmul float16 4104x4104x4104 C = A B", "tc 600.0 TFLOPS, x torch 1.03, x triton 1.20 (per round 1.010-1.050)"),
+        ("matmul tf32 4095x4095x4095 dA = dC B^T", "tc 150.0 TFLOPS, x torch 0.50")]
