@@ -71,7 +71,7 @@ def lower_to_llvm(module: Module, options: CompileOptions | None = None) -> ir.M
     """The LLVM module of a laid-out tc module (see tc_opt.gpu_pipeline)."""
     load_all()
     options = options or CompileOptions()
-    lm = ir.Module(name="tc")
+    lm = ir.Module(name="tc", context=ir.Context())  # (its own named types: Ctx.named_struct)
     lm.triple = TRIPLE
     lm.data_layout = DATA_LAYOUT
     smem = ir.GlobalVariable(lm, ir.ArrayType(I8, 0), "tc_shared", addrspace=3)
