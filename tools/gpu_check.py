@@ -110,7 +110,7 @@ def run_pytest(r: Report) -> None:
     # ends the worker process (xdist reports the test as failed and starts a new worker). 300 s, as
     # a test that tunes tc_torch.matmul's 26 configurations for three products compiles them one by
     # one on a cold cache while the other workers share the cores (test_matmul_batched_autograd
-    # passed that 120 s limit on an H100 host, 2026-11-27: its worker was ended mid-test)
+    # exceeded the 120 s limit on an H100 host, 2026-11-27: its worker was ended mid-test)
     # the interpreter side of the GPU-vs-interpreter tests is CPU-bound: spread it out
     env = dict(os.environ)
     if importlib.util.find_spec("xdist") is not None:

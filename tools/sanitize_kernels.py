@@ -12,12 +12,13 @@ lists, with their persistent, bulk-store, warp-specialized, overlapped, multicas
 schedules; the stream-K kernel of kernels/matmul_streamk.tc) forced one at a time through
 `matmul_out(configs=[...])`, in the four operand layouts, at two shapes: one whose extents are
 ragged against every tile but whose rows are 16-byte aligned, C's too (the TMA loads and bulk
-stores; more programs than SMs, so that the persistent kernels loop), and a batched one of odd extents (no TMA). A configuration that needs
-more shared memory than the GPU has in some layout is reported as such and passed over there, as
-the auto-tuner passes it over. `--shard I/N` runs every
-N-th case from the I-th (gpu_check compiles the cases in parallel shards before the sanitizer
-runs find them in the disk cache); `--persistent` only the persistent configurations with A not
-transposed (racecheck takes seconds a case). Both print one line per case and exit 1 on a wrong result.
+stores; more programs than SMs, so that the persistent kernels loop), and a batched one of odd
+extents (no TMA). A configuration that needs more shared memory than the GPU has in some layout
+is reported as such and passed over there, as the auto-tuner passes it over. `--shard I/N` runs
+every N-th case from the I-th (gpu_check compiles the cases in parallel shards before the
+sanitizer runs find them in the disk cache); `--persistent` only the persistent configurations
+with A not transposed (racecheck takes seconds a case). Both modes print one line per case and
+exit 1 on a wrong result.
 """
 
 from __future__ import annotations
