@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,14 +71,19 @@ def test_current_stream_and_explicit_stream() -> None:
     assert torch.equal(z, torch.full_like(z, 12))
 
 
-def test_autotune_on_gpu_runs_the_call_once(capsys: pytest.CaptureFixture[str],
-                                            monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def _tuning_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Any, Any]:
+    """torch and 2^22 zeros on the GPU, the tuner printing its timings and caching in `tmp_path`."""
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
     monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path))
-    n = 1 << 22
-    z = torch.zeros(n, device="cuda")
+    return torch, torch.zeros(1 << 22, device="cuda")
+
+
+def test_autotune_on_gpu_runs_the_call_once(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    torch, z = _tuning_setup(monkeypatch, tmp_path)
+    n = z.numel()
     k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": [128, 512, 1024]},
                   autotune_configs=[tc.config(num_warps=2), tc.config(num_warps=4),
                                     tc.config(num_warps=8)], autotune_key=["N"])
@@ -94,11 +100,8 @@ def test_autotune_on_gpu_times_only_added_configurations(capsys: pytest.CaptureF
                                                         tmp_path: Path) -> None:
     # a new process (a new kernel object) with one configuration more than the list tuned before
     # times that one against the remembered choice and its close calls, and computes right
-    torch = pytest.importorskip("torch")
-    monkeypatch.setenv("TC_PRINT_AUTOTUNING", "1")
-    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path))
-    n = 1 << 22
-    z = torch.zeros(n, device="cuda")
+    torch, z = _tuning_setup(monkeypatch, tmp_path)
+    n = z.numel()
     configs = [tc.config({"BLOCK": 1024}, num_warps=4), tc.config({"BLOCK": 128}, num_warps=1)]
     added = tc.config({"BLOCK": 512}, num_warps=4)
     for listed in (configs, [*configs, added]):

@@ -30,12 +30,13 @@ other than the one that built the variant, several GPUs in use, and values `stru
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import driver
-from .signature import DIV8, DIV16, NONE, ONE, Signature
+from .signature import DIV8, DIV16, NONE, ONE, Signature, int_code_expression
 
 #: Launch record fields, in order (a tuple: the entry unpacks it into these names once per launch).
 RECORD_FIELDS = ("pack_into", "buffer", "launch", "handle", "block_x", "shared", "params", "owner",
@@ -44,6 +45,11 @@ RECORD_FIELDS = ("pack_into", "buffer", "launch", "handle", "block_x", "shared",
 
 #: An integer argument's specialization code as its two bits of the entry's key.
 _DIGITS = {DIV16: 2, DIV8: 3, ONE: 1, NONE: 0}
+
+
+def _digit(code: int, bit: int) -> int:
+    """An integer argument's code as its two bits of the entry's key, at `bit`."""
+    return _DIGITS[code] << bit
 
 
 def entry_key(sig: Signature, key: tuple[Any, ...]) -> Any:
@@ -59,7 +65,7 @@ def entry_key(sig: Signature, key: tuple[Any, ...]) -> Any:
     if any(code != DIV16 for i, code in zip(sig._special, codes) if i in pointers):
         return None
     ints = [code for i, code in zip(sig._special, codes) if i not in pointers]
-    parts: list[Any] = [sum(_DIGITS[c] << 2 * j for j, c in enumerate(ints))] if ints else []
+    parts: list[Any] = [sum(_digit(c, 2 * j) for j, c in enumerate(ints))] if ints else []
     parts += key[len(sig._special):]
     return parts[0] if len(parts) == 1 else tuple(parts)
 
@@ -71,9 +77,8 @@ def _entry_key_expression(sig: Signature, extra: list[int]) -> str:
     ints = [i for i in sig._special if i not in pointers]
     parts = []
     if ints:
-        parts.append(" | ".join(
-            f"({_DIGITS[DIV16] << 2 * j} if not a{i} & 15 else {_DIGITS[DIV8] << 2 * j} if not a{i} & 7 else "
-            f"{_DIGITS[ONE] << 2 * j} if a{i} == 1 else 0)" for j, i in enumerate(ints)))
+        parts.append(" | ".join(int_code_expression(f"a{i}", functools.partial(_digit, bit=2 * j))
+                                for j, i in enumerate(ints)))
     for i in extra:
         if not 0 <= i < len(sig.kinds):
             raise ValueError(f"key index {i} out of range for {sig.describe()}")

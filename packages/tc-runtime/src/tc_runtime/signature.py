@@ -40,6 +40,15 @@ DIV16, DIV8, ONE, NONE = 16, 8, 1, 0
 _SPECIALIZATION_NAMES = {DIV16: "divisible_by_16", DIV8: "divisible_by_8", ONE: "equal_to_1"}
 
 
+def int_code_expression(arg: str, value: Callable[[int], int] = int) -> str:
+    """The specialization code of the integer argument named `arg` as a Python expression, for
+    the generated launch paths; `value` maps each code (DIV16, DIV8, ONE, NONE) to the number the
+    expression gives for it (the launch entry packs them into bits). The one spelling of the rule
+    `Signature.specialize` applies to integers."""
+    return (f"({value(DIV16)} if not {arg} & 15 else {value(DIV8)} if not {arg} & 7 else "
+            f"{value(ONE)} if {arg} == 1 else {value(NONE)})")
+
+
 def is_pointer(kind: str) -> bool:
     return kind.startswith("ptr<")
 
@@ -328,8 +337,7 @@ class Signature:
         parts = []
         for i in self._special:
             if i not in pointer_set:
-                parts.append(f"({DIV16} if not a{i} & 15 else {DIV8} if not a{i} & 7 else {ONE} if a{i} == 1 "
-                             f"else {NONE})")
+                parts.append(int_code_expression(f"a{i}"))
             elif pointers:
                 parts.append(f"(0 if a{i} & 15 else {DIV16})")
         for i in extra:
