@@ -585,9 +585,13 @@ class ReturnOp(Operation):
 @register
 @attrs.define(eq=False, kw_only=True)
 class ConvertLayoutOp(Operation):
-    """The same tile in another layout (through shared memory when threads must exchange data)."""
+    """The same tile in another layout (through shared memory when threads must exchange data).
+    `columns` (0: the whole tile at once): the exchange runs in rounds of that many elements of
+    the last dimension, through a buffer of one round (tc_opt.exchange_rounds), where the whole
+    tile's buffer would not fit beside the rest of the kernel's shared memory."""
 
     NAME = "tc.convert_layout"
+    columns: int = 0
 
 
 # ----------------------------------------------------------------------------- functions, modules

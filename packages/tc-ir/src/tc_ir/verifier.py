@@ -432,6 +432,11 @@ def _convert_layout(op: O.ConvertLayoutOp) -> None:
     src, t = op.operands[0].type, op.results[0].type
     _check(_same_shape(src, t) and element_of(src) == element_of(t),
            lambda: f"convert_layout changes the tile: {src} -> {t}")
+    if op.columns:
+        last = t.shape[-1] if isinstance(t, TileType) and t.rank else 0
+        _check(isinstance(op.columns, int) and op.columns > 0 and last % op.columns == 0,
+               lambda: f"convert_layout in rounds of {op.columns!r} columns: they must divide the tile's "
+                       f"last dimension ({last})")
 
 
 def _shared(t: IRType, what: str) -> TileType:

@@ -11,7 +11,9 @@ import llvmlite.ir as ir
 from tc_ir.layouts import DotOperand
 from tc_ir.ops import ConvertLayoutOp, DotOp, Operation, ReduceOp, ReshapeOp, TransOp
 from tc_ir.types import ElementType, ScalarType, TileType
+from tc_lang.diagnostics import Location
 from tc_opt.shared_alloc import (
+    exchange_shape,
     exchange_strides,
     runs_first_in_shared_memory,
     storage_bytes,
@@ -90,8 +92,63 @@ def lower_convert(ctx: Ctx, op: ConvertLayoutOp) -> None:
         # every thread): no exchange, and tc_opt.shared_alloc allocates none for it
         ctx.values[op.result] = ctx.splat_tile(dst_t, next(iter(src_v.vals.values())))
         return
-    padded = exchange_strides(dst_t.shape, storage_bytes(dst_t))  # (fewer bank conflicts)
+    padded = exchange_strides(exchange_shape(op), storage_bytes(dst_t))  # (fewer bank conflicts)
+    if op.columns:
+        ctx.values[op.result] = exchange_in_rounds(ctx, op, src_v, dst_t, padded)
+        return
     ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, padded, padded)
+
+
+def thread_reach(d: DimMap) -> int:
+    """The largest part of a coordinate along `d` that depends on the thread (its lane and warp):
+    each element a thread holds lies at `base + offset` with 0 <= base <= this (layout_math)."""
+    if d.mode in ("one", "all"):
+        return 0
+    if d.mode == "wrap":
+        return d.size - 1  # (a base anywhere in the dimension)
+    if d.warp_step:
+        return (d.tpw - 1) * d.spt + (d.wpc - 1) * d.warp_step
+    return (d.tpw * d.wpc - 1) * d.spt
+
+
+def rounds_of(m: ThreadMap, columns: int, loc: Location | None) -> dict[tuple[int, ...], int]:
+    """Each key's round: which `columns` of the last dimension hold its element, the same for
+    every thread (tc_opt.layout_utils.thread_block promised so when it chose the rounds)."""
+    d = m.dims[-1]
+    reach = thread_reach(d)
+    out: dict[tuple[int, ...], int] = {}
+    for key in m.keys:
+        if key[-1] % columns + reach >= columns:
+            raise lowering_error(f"internal error: the layout {m.layout} does not keep each thread's elements in "
+                                 f"rounds of {columns} columns", loc)
+        out[key] = key[-1] // columns
+    return out
+
+
+def exchange_in_rounds(ctx: Ctx, op: ConvertLayoutOp, src: TileVal, dst_t: TileType,
+                       strides: Sequence[int]) -> TileVal:
+    """`exchange` one round of `op.columns` columns at a time through a buffer of one round:
+    every thread writes its elements of the round, barrier, reads its elements of it (keys moved
+    to the round's first column), barrier before the next round's writes."""
+    base = ctx.smem_ptr(op)
+    columns = op.columns
+    m = ctx.map_of(dst_t)
+    writes, reads = rounds_of(src.map, columns, op.loc), rounds_of(m, columns, op.loc)
+    vals: dict[tuple[int, ...], ir.Value] = {}
+    for r in range(dst_t.shape[-1] // columns):
+        if r or not runs_first_in_shared_memory(ctx.function, ctx.alloc, op):
+            ctx.barrier()  # earlier readers of this memory are done
+        shift = r * columns
+        for key, v in src.vals.items():
+            if writes[key] == r:
+                at = _linear(ctx, src.map, strides, (*key[:-1], key[-1] - shift))
+                _store_shared(ctx, base, src.element, at, v)
+        ctx.barrier()
+        for key in m.keys:
+            if reads[key] == r:
+                at = _linear(ctx, m, strides, (*key[:-1], key[-1] - shift))
+                vals[key] = _load_shared(ctx, base, dst_t.element, at)
+    return TileVal(m, vals, dst_t.element)
 
 
 def _same_threads(a: DimMap, b: DimMap) -> bool:

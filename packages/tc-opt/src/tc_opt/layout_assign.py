@@ -52,7 +52,7 @@ from tc_ir.types import PointerType, ScalarType, TileType, element_of
 from .axis_info import AxisAnalysis
 from .dot_layouts import WGMMA_ARCHS, dot_operand_layout, dot_result_layout, uses_mma
 from .k_major_operands import k_major_anchors, load_order, swaps_operands
-from .layout_utils import blocked_for, default_order, distributed_for
+from .layout_utils import blocked_for, default_order, distributed_for, panel_layout
 from .pass_manager import Pass
 from .transpose_layout import transpose_anchors
 
@@ -212,7 +212,8 @@ class _Solver:
             if isinstance(op, MEMORY) and is_tile(op.operands[0]):
                 lay: Layout = coalesced_distribution(op.operands[0], axes, self.num_warps)
                 if isinstance(op, StoreOp) and self.store_accumulators:
-                    lay = _stored_accumulator_layout(op, accumulators) or lay
+                    # (else in panels of columns: an exchange into it can run in rounds)
+                    lay = _stored_accumulator_layout(op, accumulators) or _panels(op, lay)
                 elif (isinstance(op, StoreOp) and partial_loads and len(op.operands) == 2
                       and self._partial_sum(op.operands[1], reach)):
                     lay = reach[op.operands[1]]
@@ -348,6 +349,17 @@ def _stored_accumulator_layout(store: StoreOp, accumulators: dict[Value, Layout]
             or t.element.bits != 32 or t != v.type):
         return None
     return lay
+
+
+def _panels(store: StoreOp, lay: Layout) -> Layout:
+    """A warp-specialized kernel's store in layout_utils.panel_layout: the exchange into it of
+    a tensor-core result that the TMA cannot store (rows not 16-byte aligned) then fits beside
+    the producer's pipeline in rounds of 128-byte columns (tc_opt.exchange_rounds) instead of
+    taking a whole tile's buffer (64 KiB for a 16-bit 128x256 tile)."""
+    t = store.operands[0].type
+    assert isinstance(t, TileType)
+    e = t.element
+    return panel_layout(lay, t.shape, e.pointee.bytes) if isinstance(e, PointerType) else lay
 
 
 class _Materializer:

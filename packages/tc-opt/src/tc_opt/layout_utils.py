@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tc_ir.layouts import Blocked, DotOperand, Layout, Slice
+from tc_ir.layouts import Blocked, DotOperand, Layout, Mma, Slice
 
 
 def prod(xs: Sequence[int]) -> int:
@@ -120,3 +120,54 @@ def layout_rank(layout: Layout) -> int:
     if isinstance(layout, DotOperand):
         return layout_rank(layout.parent)
     return len(getattr(layout, "order", getattr(layout, "warps_per_cta", ())))
+
+
+def thread_block(layout: Layout, shape: Sequence[int], dim: int) -> int | None:
+    """The elements of dimension `dim` within which a thread's position depends on its lane and
+    warp: every element a thread holds lies at `block * r + (its own offset < block)` for a
+    register-fixed r. 1 when one thread holds the whole dimension; None when the threads cover
+    it more than once (replicas) or the layout is not a Blocked or tensor-core accumulator one.
+    A buffer of a whole number of blocks then serves each thread's elements of one part of the
+    dimension at a time (tc_opt.exchange_rounds)."""
+    size = shape[dim]
+    if isinstance(layout, Blocked):
+        spt = layout.size_per_thread[dim]
+        cover = spt * layout.threads_per_warp[dim] * layout.warps_per_cta[dim]
+    elif isinstance(layout, Mma) and len(shape) == 2:  # (tc_nvptx.mma_layout's thread map)
+        wm, wn = layout.warps_per_cta
+        spt, cover = 1, 16 * wm if dim == layout.row_dim else 8 * wn
+    else:
+        return None
+    if size == 1 or spt >= size:
+        return 1
+    return cover if cover <= size else None
+
+
+def panel_layout(layout: Layout, shape: Sequence[int], element_bytes: int, panel_bytes: int = 128) -> Layout:
+    """`layout` (a row-major Blocked layout of a 2-D tile) with at least 4 bytes per thread along
+    the columns, and warps, then lanes, moved from the columns to the rows until one block of the
+    columns is at most `panel_bytes` wide, as far as the rows take them. Every warp still writes
+    whole contiguous pieces of rows; a buffer of one panel of columns serves an exchange into it
+    (tc_opt.exchange_rounds); and 16-bit elements read back from it stay packed in pairs until
+    they are stored (an unaligned store still splits them), which halves the registers the
+    exchanged tile takes. Other layouts, or tiles too small for the move, are returned as they
+    are."""
+    if not isinstance(layout, Blocked) or layout.rank != 2 or layout.order[0] != 1:
+        return layout
+    spt, tpw, wpc = list(layout.size_per_thread), list(layout.threads_per_warp), list(layout.warps_per_cta)
+    if shape[1] % max(1, 4 // element_bytes) == 0:
+        spt[1] = max(spt[1], 4 // element_bytes)
+
+    def wide() -> bool:
+        return spt[1] * tpw[1] * wpc[1] * element_bytes > panel_bytes
+
+    def rows_take_twice() -> bool:
+        return spt[0] * tpw[0] * wpc[0] * 2 <= shape[0]
+
+    while wide() and wpc[1] > 1 and rows_take_twice():
+        wpc[0], wpc[1] = wpc[0] * 2, wpc[1] // 2
+    while wide() and tpw[1] > 1 and rows_take_twice():
+        tpw[0], tpw[1] = tpw[0] * 2, tpw[1] // 2
+    if spt[1] * tpw[1] * wpc[1] > shape[1] or spt[0] * tpw[0] * wpc[0] > shape[0]:
+        return layout  # (the threads would cover the tile more than once)
+    return Blocked(spt, tpw, wpc, layout.order)

@@ -8,6 +8,7 @@ from .combine_dot import CombineDotAdd
 from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
 from .dot_layouts import ApplyDotPrecision
+from .exchange_rounds import ExchangeInRounds
 from .layout_assign import AssignLayouts, RemoveTrivialConverts
 from .licm import LoopInvariantCodeMotion
 from .options import CompileOptions
@@ -54,6 +55,7 @@ def gpu_pipeline(options: CompileOptions | None = None) -> PassManager:
         DeadCodeElimination(o),
         OverlapEpilogue(o),
         DeadCodeElimination(o),
+        ExchangeInRounds(o),
         AllocateShared(o),
         CheckResources(o),
     ]

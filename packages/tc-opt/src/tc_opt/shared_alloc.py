@@ -122,6 +122,14 @@ def trans_exchange_strides(src: TileType, dst: TileType, perm: tuple[int, ...]) 
     return best_strides
 
 
+def exchange_shape(op: ConvertLayoutOp) -> tuple[int, ...]:
+    """The shape of the part of its tile a layout conversion exchanges at once: the whole tile, or
+    one round of `columns` of its last dimension (tc_opt.exchange_rounds)."""
+    t = op.result.type
+    assert isinstance(t, TileType)
+    return (*t.shape[:-1], op.columns) if op.columns else t.shape
+
+
 def trans_exchange_bytes(src: TileType, dst: TileType, perm: tuple[int, ...]) -> int:
     """Shared bytes of a transposition's buffer (`trans_exchange_strides`)."""
     return src.shape[0] * trans_exchange_strides(src, dst, perm)[0] * storage_bytes(src)
@@ -140,7 +148,7 @@ def scratch_bytes(op: Operation) -> int:
                 return trans_exchange_bytes(src, dst, op.perm)
             if isinstance(op, ReshapeOp):  # (read back by linear index: unpadded)
                 return dst.numel * storage_bytes(dst)
-            return exchange_bytes(src.shape, storage_bytes(src))  # written in the source's shape
+            return exchange_bytes(exchange_shape(op), storage_bytes(src))  # written in the source's shape
         return 0
     if isinstance(op, ReduceOp):
         src = op.operands[0].type
