@@ -78,6 +78,16 @@ def short_config(text: str) -> str:
     return name + (" " + "+".join(extra) if extra else "")
 
 
+def unpadded_matmul(x: Any, y: Any, precision: str) -> Any:
+    """x @ y by tc_torch's matmul_out without copying operands into 16-byte aligned rows."""
+    import torch
+
+    from tc_torch.ops.matmul import matmul_out
+
+    c = torch.empty((1, x.shape[0], y.shape[1]), dtype=x.dtype, device=x.device)
+    return matmul_out(c, x.unsqueeze(0), y.unsqueeze(0), precision=precision, pad="off")[0]
+
+
 def tuned_call(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     """`fn()`'s result and the configuration tc's auto-tuner chose (or found remembered) for the
     kernel `matmul` in that call (not the copies a tf32 A^T B makes first: kernel `transpose`),
@@ -136,7 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the providers' timings")
+    ap.add_argument("--dtypes", default="float16,bfloat16,tf32", help="a subset of float16,bfloat16,tf32")
+    ap.add_argument("--unpadded", action="store_true",
+                    help="time tc_torch's matmul_out with pad='off' too (provider 'tc unpadded': what "
+                         "copying operands with rows that are not 16-byte aligned gains)")
     args = ap.parse_args(argv)
+    dtypes = {"float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
+    chosen = args.dtypes.split(",")
+    if not set(chosen) <= set(dtypes):
+        ap.error(f"--dtypes: choose from {', '.join(dtypes)}")
     device = args.device
     shapes = parse_shapes("", args.shapes or (CPU_SHAPES if device == "cpu" else DEFAULT_SHAPES))
     triton_mm: Callable[[Any, Any], Any] | None = None
@@ -149,13 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     torch.manual_seed(0)
     for m, n, k in shapes:
-        for dname, dtype in (("float16", torch.float16), ("bfloat16", torch.bfloat16), ("tf32", torch.float32)):
+        for dname, dtype in ((d, dtypes[d]) for d in chosen):
             tf32 = dname == "tf32"
             for op, (x, y) in products(m, n, k, dtype, device).items():
                 ref = x.float() @ y.float()
                 precision = "tf32" if tf32 else "ieee"
                 providers: dict[str, Callable[[], Any]] = {
                     "tc": functools.partial(tc_torch.matmul, x, y, precision=precision)}
+                if args.unpadded:
+                    providers["tc unpadded"] = functools.partial(unpadded_matmul, x, y, precision)
                 if device == "cuda":
                     providers["torch"] = functools.partial(torch.matmul, x, y)
                     if triton_mm is not None and dtype == torch.float16:

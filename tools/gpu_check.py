@@ -460,13 +460,13 @@ def matmul_bench(r: Report) -> None:
     backward_products(r, "4096x4096x4096,8192x8192x8192", "bench_matmul_backward", 5)
 
 
-def backward_products(r: Report, shapes: str, label: str, rounds: int) -> None:
-    """tools/bench_matmul_backward.py at `shapes`: every product's check and its TFLOPS and
-    ratios in the table (the JSON rows kept in OUT as `label`.json)."""
+def backward_products(r: Report, shapes: str, label: str, rounds: int, extra: tuple[str, ...] = ()) -> None:
+    """tools/bench_matmul_backward.py at `shapes` (and `extra` arguments): every product's check
+    and its TFLOPS and ratios in the table (the JSON rows kept in OUT as `label`.json)."""
     out = (OUT if OUT is not None else ROOT / "build") / f"{label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_matmul_backward.py"), "--shapes", shapes,
-                           "--rounds", str(rounds), "--json", str(out)], cwd=ROOT,
+                           "--rounds", str(rounds), "--json", str(out), *extra], cwd=ROOT,
                           capture_output=True, text=True, timeout=900,
                           env={**os.environ, "TC_PRINT_AUTOTUNING": "1"})
     # the auto-tuner's choices go to the log (a reading far from the others is then explained)
@@ -479,7 +479,7 @@ def backward_products(r: Report, shapes: str, label: str, rounds: int) -> None:
         import json as _json
 
         for row in _json.loads(out.read_text())["rows"]:
-            ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton")
+            ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton", "tc unpadded")
                                if isinstance(row.get(p), float) and isinstance(row.get("tc"), float))
             q = row.get("tc_torch_quartiles")
             if q:  # (tc over torch round by round: lower quartile - upper quartile)
@@ -490,9 +490,11 @@ def backward_products(r: Report, shapes: str, label: str, rounds: int) -> None:
 
 def matmul_ragged(r: Report) -> None:
     """tc_torch.matmul at squares whose leading dimensions are 8 mod 16 (4104: 16-byte rows, the
-    divisible_by_8 specialization), 4 mod 8 (4100) and odd (4095), against torch: what shapes that
-    are not multiples of 16 cost (about 4 minutes: every product tunes anew)."""
-    backward_products(r, "4104x4104x4104,4100x4100x4100,4095x4095x4095", "bench_matmul_ragged", 3)
+    divisible_by_8 specialization), 4 mod 8 (4100) and odd (4095), float16 and tf32, against torch
+    and against itself without padding the rows that are not 16-byte aligned ('tc unpadded'):
+    what shapes that are not multiples of 16 cost (about 4 minutes: every product tunes anew)."""
+    backward_products(r, "4104x4104x4104,4100x4100x4100,4095x4095x4095", "bench_matmul_ragged", 3,
+                      ("--unpadded", "--dtypes", "float16,tf32"))
 
 
 def matmul_sweep(r: Report) -> None:

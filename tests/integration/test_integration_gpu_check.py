@@ -105,7 +105,8 @@ def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
         seen.append(cmd)
         rows = [{"shape": "4104x4104x4104", "dtype": "float16", "op": "C = A B", "tc": 600.0, "torch": 580.0,
                  "triton": 500.0, "tc_torch_quartiles": [1.01, 1.03, 1.05]},
-                {"shape": "4095x4095x4095", "dtype": "tf32", "op": "dA = dC B^T", "tc": 150.0, "torch": 300.0}]
+                {"shape": "4095x4095x4095", "dtype": "tf32", "op": "dA = dC B^T", "tc": 150.0, "torch": 300.0,
+                 "tc unpadded": 100.0}]
         Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps({"device": "cuda", "rows": rows}))
         return subprocess.CompletedProcess(cmd, 0, "table\n", "")
 
@@ -116,7 +117,8 @@ def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
     (cmd,) = seen
     assert cmd[1].endswith("bench_matmul_backward.py")
     assert cmd[cmd.index("--shapes") + 1] == "4104x4104x4104,4100x4100x4100,4095x4095x4095"
+    assert "--unpadded" in cmd and cmd[cmd.index("--dtypes") + 1] == "float16,tf32"
     assert report.checks[0][1] == "PASS"
     assert report.numbers == [
         ("matmul float16 4104x4104x4104 C = A B", "tc 600.0 TFLOPS, x torch 1.03, x triton 1.20 (per round 1.010-1.050)"),
-        ("matmul tf32 4095x4095x4095 dA = dC B^T", "tc 150.0 TFLOPS, x torch 0.50")]
+        ("matmul tf32 4095x4095x4095 dA = dC B^T", "tc 150.0 TFLOPS, x torch 0.50, x tc unpadded 1.50")]

@@ -167,6 +167,61 @@ def test_matmul_transpose_first_choice_and_refusal() -> None:
     torch.testing.assert_close(c, a @ b, atol=1e-5, rtol=1e-5)
 
 
+def test_matmul_pads_rows_that_are_not_16_byte_aligned_before_large_gpu_products() -> None:
+    half = torch.float16
+    big = int((mm.PAD_MIN_FLOPS / 2) ** (1 / 3)) + 1  # (just enough flops at big^3)
+    assert mm.rows_aligned(4104, half) and mm.rows_aligned(1028, torch.float32)
+    assert not mm.rows_aligned(4100, half) and not mm.rows_aligned(4095, half)
+    assert not mm.rows_aligned(1030, torch.float32)
+    assert mm.pads(big, big, big, (4100, 64), half)  # one operand is enough
+    assert not mm.pads(big, big, big, (64, 4104), half)  # both aligned: nothing to copy
+    assert not mm.pads(big, big, big // 2, (4100, 64), half)  # too small a product
+    assert not mm.pads(big, big, big, (4100, 64), half, gpu=False)  # "auto" on the interpreter
+    assert mm.pads(2, 2, 2, (3, 64), half, "on", gpu=False)
+    assert not mm.pads(big, big, big, (4100, 4100), half, "off")
+    with pytest.raises(ValueError, match="pad must be one of"):
+        mm.matmul_out(torch.empty(1, 2, 2), torch.randn(1, 2, 3), torch.randn(1, 3, 2), pad="yes")
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_padded_copy_keeps_the_layout_in_rows_of_64(transposed: bool) -> None:
+    torch.manual_seed(8)
+    x = torch.randn(2, 37, 29, dtype=torch.float16)  # (Z, R, C) with rows of 29 (58 bytes)
+    if transposed:
+        x = torch.randn(2, 29, 37, dtype=torch.float16).transpose(1, 2)  # each matrix column-major
+    _, trans, ld = _layout(x)
+    assert trans == transposed and not mm.rows_aligned(ld, x.dtype)
+    y, padded_ld = mm._padded(x, trans, ld)
+    assert padded_ld == 64 and torch.equal(y, x)
+    assert _layout(y)[1:] == (transposed, 64)
+    aligned = torch.randn(1, 5, 64, dtype=torch.float16)
+    assert mm._padded(aligned, False, 64)[0] is aligned  # (16-byte rows: no copy)
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_on_padded_copies_equals_the_product(ta: bool, tb: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # every layout with leading dimensions of odd lengths, padded ("on") and not: the same product
+    copied: list[tuple[int, ...]] = []
+    real = mm._padded
+
+    def recorded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
+        y, new_ld = real(x, transposed, ld)
+        if y is not x:
+            copied.append(tuple(x.shape))
+        return y, new_ld
+
+    monkeypatch.setattr(mm, "_padded", recorded)
+    torch.manual_seed(9)
+    a = _operand(21, 19, ta, torch.float32).unsqueeze(0)
+    b = _operand(19, 13, tb, torch.float32).unsqueeze(0)
+    for pad in ("on", "off"):
+        c = torch.full((1, 21, 13), float("nan"))
+        mm.matmul_out(c, a, b, pad=pad)
+        torch.testing.assert_close(c[0], a[0] @ b[0], atol=1e-4, rtol=1e-4)
+    assert copied == [(1, 21, 19), (1, 19, 13)]  # both operands, with pad "on" only
+
+
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 def test_matmul_batched_variants(ta: bool, tb: bool) -> None:
@@ -592,9 +647,35 @@ def test_rows_divisible_by_8_take_the_tma_kernels_on_the_gpu(ta: bool, tb: bool,
         mm.matmul_out(got, a, b, configs=[c])
         err = float((got.float() - ref).abs().max())
         assert err <= 0.5 + 2e-2 * float(ref.abs().max()), c
-        kern = mm.kernel_for(dtype, ta, tb, torch.device("cuda"), [c])
+        kern = mm.kernel_for(dtype, ta, tb, got.device, [c])
         variants = [v for (_, spec), v in kern._compiled.items() if DIV8 in spec]
         assert variants and all(v.binary.tensor_maps for v in variants), c
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_rows_not_16_byte_aligned_run_on_padded_copies_on_the_gpu(ta: bool, tb: bool) -> None:
+    # every leading dimension unaligned (1001, 300 and 4100 half elements): a product large
+    # enough is computed from copies in rows of 64, so its kernels are specialized for 16-byte
+    # rows (A's and B's codes divisible by 16), and C's unaligned rows leave its tiles to the
+    # epilogue in rounds (tc_opt.exchange_rounds); the result is right
+    from tc_runtime.signature import DIV16
+
+    torch.manual_seed(0)
+    dtype = torch.float16
+    m, n, k = 300, 4100, 1001
+    assert mm.pads(m, n, k, (4100,), dtype)
+    a = torch.randn(k, m, dtype=dtype, device="cuda").t() if ta else torch.randn(m, k, dtype=dtype, device="cuda")
+    b = torch.randn(n, k, dtype=dtype, device="cuda").t() if tb else torch.randn(k, n, dtype=dtype, device="cuda")
+    ref = a.float() @ b.float()
+    got = tc_torch.matmul(a, b)
+    assert float((got.float() - ref).abs().max()) <= 0.5 + 2e-2 * float(ref.abs().max())
+    kern = mm._KERNELS[dtype, ta, tb, got.device.index, "ieee"]
+    specs = [spec for (_, spec) in kern._compiled]
+    assert specs and all(spec[6] == spec[7] == DIV16 for spec in specs)  # (lda, ldb: 64-element rows)
+    again = tc_torch.matmul(a, b)  # (the fast path leaves it to matmul_out: copied again)
+    assert torch.equal(again, got)
 
 
 #: Persistent configurations in clusters of 2 that multicast the tiles two programs share

@@ -251,6 +251,46 @@ def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool
     return y.t().unsqueeze(0), True, max(int(mat.shape[0]), 1)
 
 
+#: Operands whose rows are not 16-byte aligned (a leading dimension of 4100 or 4095 half
+#: elements): the TMA copies need 16-byte row strides and cp.async 16-byte pieces, so the kernel
+#: loads them one element at a time, without a pipeline (about 0.5x torch at 4100^3 on an H100,
+#: BENCHMARKS.md, thirty-fourth session). A GPU product of at least PAD_MIN_FLOPS copies such an
+#: operand first into rows of a multiple of PAD_ROWS_TO elements (one read and one write of it:
+#: a few percent of such a product's time), and runs on the copy (matmul_out's `pad`).
+PAD_ROWS_TO = 64
+PAD_MIN_FLOPS = 8e8
+PAD = ("auto", "on", "off")
+
+
+def rows_aligned(ld: int, dtype: torch.dtype) -> bool:
+    """Whether rows `ld` elements apart start 16 bytes apart of each other (TMA's rule)."""
+    return ld * dtype.itemsize % 16 == 0
+
+
+def pads(m: int, n: int, k: int, lds: tuple[int, ...], dtype: torch.dtype, pad: str = "auto",
+         gpu: bool = True) -> bool:
+    """Whether matmul_out copies the operands with leading dimensions `lds` that are not
+    16-byte aligned into padded rows before a product of M x N x K: with pad "on" always, with
+    "auto" on a GPU from PAD_MIN_FLOPS up."""
+    if pad == "off" or all(rows_aligned(ld, dtype) for ld in lds):
+        return False
+    return pad == "on" or (gpu and 2.0 * m * n * k >= PAD_MIN_FLOPS)
+
+
+def _padded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
+    """x (Z, R, C) copied, as _layout reads it (row-major, or column-major when `transposed`),
+    into rows of a multiple of PAD_ROWS_TO elements; with the new leading dimension. Rows already
+    16-byte aligned are returned as they are."""
+    if rows_aligned(ld, x.dtype):
+        return x, ld
+    mat = x.transpose(1, 2) if transposed else x  # (Z, rows, row length), rows contiguous
+    length = mat.shape[2]
+    padded_ld = -(-max(length, 1) // PAD_ROWS_TO) * PAD_ROWS_TO
+    y = torch.empty((mat.shape[0], mat.shape[1], padded_ld), dtype=x.dtype, device=x.device)[:, :, :length]
+    y.copy_(mat)
+    return (y.transpose(1, 2) if transposed else y), padded_ld
+
+
 #: Stream-K workspaces, by (device index, stream): partial tiles and flags (the kernel leaves
 #: the flags at 0). One per stream: launches on one stream run one after the other.
 _WORKSPACES: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
@@ -292,14 +332,18 @@ def _stream_k(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, ta: bool, tb: b
 
 def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                configs: list[tc.Config] | None = None, precision: str = "ieee", *,
-               transpose_first: str = "auto", stream_k: str = "off") -> torch.Tensor:
+               transpose_first: str = "auto", stream_k: str = "off", pad: str = "auto") -> torch.Tensor:
     """c = a @ b for a (Z|1, M, K), b (Z|1, K, N) and a contiguous c (Z, M, N); a batch of 1 is
     broadcast (batch stride 0). No autograd. `transpose_first` ("auto", "a", "b" or "none") says
     whether an MN-contiguous operand is copied K-contiguous first; "auto" does so for the tf32
     products of sm_90 that `pick_transpose_first` picks. An operand already K-contiguous, or a
     batched one, is never copied. `stream_k="on"` runs a single float16 or bfloat16 product
     (Z = 1) by stream-K (STREAM_K_CONFIGS; `configs`, if given, are then the stream-K kernel's);
-    other products ignore it."""
+    other products ignore it. `pad` ("auto", "on" or "off") says whether operands whose rows are
+    not 16-byte aligned are copied into padded rows first; "auto" does so for GPU products of
+    at least PAD_MIN_FLOPS."""
+    if pad not in PAD:
+        raise ValueError(f"{OP}: pad must be one of {', '.join(PAD)}, got {pad!r}")
     if transpose_first not in TRANSPOSE_FIRST:
         raise ValueError(f"{OP}: transpose_first must be one of {', '.join(TRANSPOSE_FIRST)}, got "
                          f"{transpose_first!r}")
@@ -321,6 +365,9 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
         a, ta, lda = _k_contiguous(a, True)
     elif plan == "b" and not tb and b.shape[0] == 1:
         b, tb, ldb = _k_contiguous(b, False)
+    if pads(m, n, k, (lda, ldb), a.dtype, pad, on_cuda(device)):
+        a, lda = _padded(a, ta, lda)
+        b, ldb = _padded(b, tb, ldb)
     check_extent(OP, a, b, c)
     if z > 65535:
         raise ValueError(f"{OP}: a batch of {z} matrices is more than the grid allows (65535)")
@@ -397,6 +444,9 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     if la is None or lb is None or la[2] >= INT32_LIMIT or lb[2] >= INT32_LIMIT:
         return None
     plan = pick_transpose_first(m, n, k, la[0], lb[0]) if precision == "tf32" else "none"
+    lds = (la[1], lb[1]) if plan == "none" else (k, lb[1]) if plan == "a" else (la[1], k)
+    if pads(m, n, k, lds, dtype):
+        return None  # (matmul_out copies them into padded rows first)
     if plan != "none":  # copy an operand K-contiguous first, as matmul_out does
         wgmma = _sm90.get(i)
         if wgmma is None:
