@@ -65,6 +65,12 @@ def test_panel_layout_moves_warps_then_lanes_to_the_rows() -> None:
     assert panel_layout(vectors, (128, 256), 2) == Blocked([1, 8], [4, 8], [8, 1], [1, 0])
     assert panel_layout(Blocked([1, 4], [1, 32], [1, 8], [1, 0]), (128, 256), 4) == \
         Blocked([1, 4], [4, 8], [8, 1], [1, 0])  # (32-bit: 8 lanes of 16 bytes a row)
+    # 160 columns: pairs of 32 lanes would not cover them in whole blocks of 64; single elements do
+    rows_of_160 = Blocked([1, 1], [1, 32], [8, 1], [1, 0])  # (the coalesced layout there)
+    assert panel_layout(rows_of_160, (128, 160), 2) == rows_of_160
+    # 192 rows (not a power of two) as 128: 8 warps and 4 lanes along them
+    assert panel_layout(vectors, (192, 256), 2) == Blocked([1, 8], [4, 8], [8, 1], [1, 0])
+    assert panel_layout(vectors, (48, 256), 2) == Blocked([1, 8], [2, 16], [8, 1], [1, 0])  # (not 32 | 48)
     # too few rows to take the threads without replicas: unchanged
     assert panel_layout(STORE, (1, 256), 2) == STORE
     # not a row-major 2-D Blocked layout: unchanged

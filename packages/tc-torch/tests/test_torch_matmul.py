@@ -167,18 +167,17 @@ def test_matmul_transpose_first_choice_and_refusal() -> None:
     torch.testing.assert_close(c, a @ b, atol=1e-5, rtol=1e-5)
 
 
-def test_matmul_pads_rows_that_are_not_16_byte_aligned_before_large_gpu_products() -> None:
-    half = torch.float16
+def test_matmul_pads_rows_that_are_not_multiples_of_8_before_large_gpu_products() -> None:
     big = int((mm.PAD_MIN_FLOPS / 2) ** (1 / 3)) + 1  # (just enough flops at big^3)
-    assert mm.rows_aligned(4104, half) and mm.rows_aligned(1028, torch.float32)
-    assert not mm.rows_aligned(4100, half) and not mm.rows_aligned(4095, half)
-    assert not mm.rows_aligned(1030, torch.float32)
-    assert mm.pads(big, big, big, (4100, 64), half)  # one operand is enough
-    assert not mm.pads(big, big, big, (64, 4104), half)  # both aligned: nothing to copy
-    assert not mm.pads(big, big, big // 2, (4100, 64), half)  # too small a product
-    assert not mm.pads(big, big, big, (4100, 64), half, gpu=False)  # "auto" on the interpreter
-    assert mm.pads(2, 2, 2, (3, 64), half, "on", gpu=False)
-    assert not mm.pads(big, big, big, (4100, 4100), half, "off")
+    # (what the runtime's specialization tells a kernel: divisible by 8 or 16, whatever the dtype)
+    assert mm.rows_aligned(4104) and mm.rows_aligned(1024)
+    assert not mm.rows_aligned(4100) and not mm.rows_aligned(4095) and not mm.rows_aligned(1028)
+    assert mm.pads(big, big, big, (4100, 64))  # one operand is enough
+    assert not mm.pads(big, big, big, (64, 4104))  # both multiples of 8: nothing to copy
+    assert not mm.pads(big, big, big // 2, (4100, 64))  # too small a product
+    assert not mm.pads(big, big, big, (4100, 64), gpu=False)  # "auto" on the interpreter
+    assert mm.pads(2, 2, 2, (3, 64), "on", gpu=False)
+    assert not mm.pads(big, big, big, (4100, 4100), "off")
     with pytest.raises(ValueError, match="pad must be one of"):
         mm.matmul_out(torch.empty(1, 2, 2), torch.randn(1, 2, 3), torch.randn(1, 3, 2), pad="yes")
 
@@ -190,7 +189,7 @@ def test_padded_copy_keeps_the_layout_in_rows_of_64(transposed: bool) -> None:
     if transposed:
         x = torch.randn(2, 29, 37, dtype=torch.float16).transpose(1, 2)  # each matrix column-major
     _, trans, ld = _layout(x)
-    assert trans == transposed and not mm.rows_aligned(ld, x.dtype)
+    assert trans == transposed and not mm.rows_aligned(ld)
     y, padded_ld = mm._padded(x, trans, ld)
     assert padded_ld == 64 and torch.equal(y, x)
     assert _layout(y)[1:] == (transposed, 64)
@@ -481,16 +480,24 @@ def test_matmul_configurations_include_small_tiles_that_compile_for_wgmma() -> N
     _assert_compiled_for_wgmma(SMALL_CONFIGS)
 
 
-@pytest.mark.parametrize("type_,b_transposed,configs,fp32_dot", [
-    ("half", False, mm.TENSOR_CORE_CONFIGS, "ieee"),
-    ("float", False, mm.TF32_CONFIGS, "tf32"),
-    ("float", True, [c for c in mm.TF32_K_MAJOR_B_CONFIGS if c not in mm.TF32_CONFIGS], "tf32"),
-], ids=["16-bit A B", "tf32 A B", "tf32 A B^T extras"])
-def test_every_tuner_configuration_compiles_for_sm_90a_without_spills(type_: str, b_transposed: bool,
-                                                                       configs: list[Any], fp32_dot: str) -> None:
+ALIGNED_SPEC = ("divisible_by_16",) * 12
+#: C's rows not 16-byte aligned (ldc odd): no bulk store; a warp-specialized kernel's epilogue
+#: exchanges its tile through shared memory in panels (tc_opt.exchange_rounds)
+UNALIGNED_C_SPEC = ("divisible_by_16",) * 8 + (None,) + ("divisible_by_16",) * 3
+
+
+@pytest.mark.parametrize("type_,b_transposed,configs,fp32_dot,spec", [
+    ("half", False, mm.TENSOR_CORE_CONFIGS, "ieee", ALIGNED_SPEC),
+    ("float", False, mm.TF32_CONFIGS, "tf32", ALIGNED_SPEC),
+    ("float", True, [c for c in mm.TF32_K_MAJOR_B_CONFIGS if c not in mm.TF32_CONFIGS], "tf32", ALIGNED_SPEC),
+    ("half", False, [c for c in mm.TENSOR_CORE_CONFIGS if (c.options or {}).get("warp_specialize")], "ieee",
+     UNALIGNED_C_SPEC),
+], ids=["16-bit A B", "tf32 A B", "tf32 A B^T extras", "16-bit warp-specialized, C rows unaligned"])
+def test_every_tuner_configuration_compiles_for_sm_90a_without_spills(
+        type_: str, b_transposed: bool, configs: list[Any], fp32_dot: str, spec: tuple[str | None, ...]) -> None:
     # the tuner skips a configuration that does not compile and times one that spills: either
-    # would cost speed without a word, so each is compiled here as the runtime compiles it for an
-    # aligned product (every argument divisible by 16), with all of its options
+    # would cost speed without a word, so each is compiled here as the runtime compiles it for a
+    # product whose arguments are divisible by 16 (ldc too, or not), with all of its options
     import shutil
 
     import tc_nvptx
@@ -502,7 +509,7 @@ def test_every_tuner_configuration_compiles_for_sm_90a_without_spills(type_: str
     for c in configs:
         defines = {"TYPE": type_, "ACC": "float", **mm.A_VARIANTS[False], **mm.B_VARIANTS[b_transposed], **c.defines}
         options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
-                                 specialization=("divisible_by_16",) * 12, fp32_dot=fp32_dot, **(c.options or {}))
+                                 specialization=spec, fp32_dot=fp32_dot, **(c.options or {}))
         ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
         assert "mma" in ck.ptx, (c.defines, c.num_warps, c.num_stages, c.options)
         if shutil.which("ptxas"):
@@ -665,7 +672,7 @@ def test_rows_not_16_byte_aligned_run_on_padded_copies_on_the_gpu(ta: bool, tb: 
     torch.manual_seed(0)
     dtype = torch.float16
     m, n, k = 300, 4100, 1001
-    assert mm.pads(m, n, k, (4100,), dtype)
+    assert mm.pads(m, n, k, (4100,))
     a = torch.randn(k, m, dtype=dtype, device="cuda").t() if ta else torch.randn(m, k, dtype=dtype, device="cuda")
     b = torch.randn(n, k, dtype=dtype, device="cuda").t() if tb else torch.randn(k, n, dtype=dtype, device="cuda")
     ref = a.float() @ b.float()

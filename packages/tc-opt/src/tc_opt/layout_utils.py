@@ -146,28 +146,39 @@ def thread_block(layout: Layout, shape: Sequence[int], dim: int) -> int | None:
 def panel_layout(layout: Layout, shape: Sequence[int], element_bytes: int, panel_bytes: int = 128) -> Layout:
     """`layout` (a row-major Blocked layout of a 2-D tile) with at least 4 bytes per thread along
     the columns, and warps, then lanes, moved from the columns to the rows until one block of the
-    columns is at most `panel_bytes` wide, as far as the rows take them. Every warp still writes
-    whole contiguous pieces of rows; a buffer of one panel of columns serves an exchange into it
-    (tc_opt.exchange_rounds); and 16-bit elements read back from it stay packed in pairs until
-    they are stored (an unaligned store still splits them), which halves the registers the
-    exchanged tile takes. Other layouts, or tiles too small for the move, are returned as they
-    are."""
+    columns is at most `panel_bytes` wide, as far as whole blocks still cover both dimensions.
+    Every warp still writes whole contiguous pieces of rows; a buffer of one panel of columns
+    serves an exchange into it (tc_opt.exchange_rounds); and 16-bit elements read back from it
+    stay packed in pairs until they are stored (an unaligned store still splits them), which
+    halves the registers the exchanged tile takes. Without the pairs where they do not cover the
+    columns (160 = 5 x 32); other layouts are returned as they are."""
     if not isinstance(layout, Blocked) or layout.rank != 2 or layout.order[0] != 1:
         return layout
-    spt, tpw, wpc = list(layout.size_per_thread), list(layout.threads_per_warp), list(layout.warps_per_cta)
-    if shape[1] % max(1, 4 // element_bytes) == 0:
-        spt[1] = max(spt[1], 4 // element_bytes)
+    pair = max(1, 4 // element_bytes)
+    for width in ((pair, 1) if pair > 1 and layout.size_per_thread[1] < pair else (1,)):
+        spt = [layout.size_per_thread[0], max(layout.size_per_thread[1], width)]
+        tpw, wpc = list(layout.threads_per_warp), list(layout.warps_per_cta)
+        moved = _narrow_columns(spt, tpw, wpc, shape, element_bytes, panel_bytes)
+        if moved is not None:
+            return moved
+    return layout
 
-    def wide() -> bool:
-        return spt[1] * tpw[1] * wpc[1] * element_bytes > panel_bytes
 
-    def rows_take_twice() -> bool:
-        return spt[0] * tpw[0] * wpc[0] * 2 <= shape[0]
+def _whole_blocks(spt: Sequence[int], tpw: Sequence[int], wpc: Sequence[int], shape: Sequence[int]) -> bool:
+    """Whether the blocks cover each dimension of `shape` whole, without replicas."""
+    return all(spt[d] * tpw[d] * wpc[d] <= shape[d] and covers(shape[d], spt[d] * tpw[d] * wpc[d], spt[d])
+               for d in range(2))
 
-    while wide() and wpc[1] > 1 and rows_take_twice():
-        wpc[0], wpc[1] = wpc[0] * 2, wpc[1] // 2
-    while wide() and tpw[1] > 1 and rows_take_twice():
-        tpw[0], tpw[1] = tpw[0] * 2, tpw[1] // 2
-    if spt[1] * tpw[1] * wpc[1] > shape[1] or spt[0] * tpw[0] * wpc[0] > shape[0]:
-        return layout  # (the threads would cover the tile more than once)
-    return Blocked(spt, tpw, wpc, layout.order)
+
+def _narrow_columns(spt: list[int], tpw: list[int], wpc: list[int], shape: Sequence[int], element_bytes: int,
+                    panel_bytes: int) -> Blocked | None:
+    """panel_layout's moves of warps, then lanes, from the columns to the rows (while the rows
+    take twice as many in whole blocks); None when the result does not cover the tile in whole
+    blocks."""
+    for per in (wpc, tpw):
+        while spt[1] * tpw[1] * wpc[1] * element_bytes > panel_bytes and per[1] > 1:
+            rows = spt[0] * tpw[0] * wpc[0] * 2
+            if rows > shape[0] or shape[0] % rows:
+                break
+            per[0], per[1] = per[0] * 2, per[1] // 2
+    return Blocked(spt, tpw, wpc, (1, 0)) if _whole_blocks(spt, tpw, wpc, shape) else None

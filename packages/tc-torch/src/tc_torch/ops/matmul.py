@@ -251,37 +251,40 @@ def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool
     return y.t().unsqueeze(0), True, max(int(mat.shape[0]), 1)
 
 
-#: Operands whose rows are not 16-byte aligned (a leading dimension of 4100 or 4095 half
-#: elements): the TMA copies need 16-byte row strides and cp.async 16-byte pieces, so the kernel
-#: loads them one element at a time, without a pipeline (about 0.5x torch at 4100^3 on an H100,
-#: BENCHMARKS.md, thirty-fourth session). A GPU product of at least PAD_MIN_FLOPS copies such an
-#: operand first into rows of a multiple of PAD_ROWS_TO elements (one read and one write of it:
-#: a few percent of such a product's time), and runs on the copy (matmul_out's `pad`).
+#: Operands whose leading dimension is not a multiple of 8 elements (4100 or 4095 columns): the
+#: runtime tells a kernel of integers divisible by 16 or by 8 only (tc_runtime.signature), so the
+#: kernel cannot know that such rows start 16 bytes apart, which the TMA copies need (and
+#: cp.async's 16-byte pieces): it loads them one element at a time, without a pipeline (about 0.5x
+#: torch at 4100^3 on an H100, fp16 and tf32 alike, BENCHMARKS.md, thirty-fourth session). A GPU
+#: product of at least PAD_MIN_FLOPS copies such an operand first into rows of a multiple of
+#: PAD_ROWS_TO elements (one read and one write of it: a few percent of such a product's time),
+#: and runs on the copy (matmul_out's `pad`).
 PAD_ROWS_TO = 64
 PAD_MIN_FLOPS = 8e8
 PAD = ("auto", "on", "off")
 
 
-def rows_aligned(ld: int, dtype: torch.dtype) -> bool:
-    """Whether rows `ld` elements apart start 16 bytes apart of each other (TMA's rule)."""
-    return ld * dtype.itemsize % 16 == 0
+def rows_aligned(ld: int) -> bool:
+    """Whether a kernel learns that rows `ld` elements apart are 16-byte aligned: `ld` divisible by
+    8 (the runtime's divisible_by_8 and divisible_by_16 classes; 16 bytes for 16-bit elements,
+    more for wider ones)."""
+    return ld % 8 == 0
 
 
-def pads(m: int, n: int, k: int, lds: tuple[int, ...], dtype: torch.dtype, pad: str = "auto",
-         gpu: bool = True) -> bool:
+def pads(m: int, n: int, k: int, lds: tuple[int, ...], pad: str = "auto", gpu: bool = True) -> bool:
     """Whether matmul_out copies the operands with leading dimensions `lds` that are not
-    16-byte aligned into padded rows before a product of M x N x K: with pad "on" always, with
+    multiples of 8 into padded rows before a product of M x N x K: with pad "on" always, with
     "auto" on a GPU from PAD_MIN_FLOPS up."""
-    if pad == "off" or all(rows_aligned(ld, dtype) for ld in lds):
+    if pad == "off" or all(rows_aligned(ld) for ld in lds):
         return False
     return pad == "on" or (gpu and 2.0 * m * n * k >= PAD_MIN_FLOPS)
 
 
 def _padded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
     """x (Z, R, C) copied, as _layout reads it (row-major, or column-major when `transposed`),
-    into rows of a multiple of PAD_ROWS_TO elements; with the new leading dimension. Rows already
-    16-byte aligned are returned as they are."""
-    if rows_aligned(ld, x.dtype):
+    into rows of a multiple of PAD_ROWS_TO elements; with the new leading dimension. A leading
+    dimension that is a multiple of 8 is returned as it is."""
+    if rows_aligned(ld):
         return x, ld
     mat = x.transpose(1, 2) if transposed else x  # (Z, rows, row length), rows contiguous
     length = mat.shape[2]
@@ -339,8 +342,8 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     products of sm_90 that `pick_transpose_first` picks. An operand already K-contiguous, or a
     batched one, is never copied. `stream_k="on"` runs a single float16 or bfloat16 product
     (Z = 1) by stream-K (STREAM_K_CONFIGS; `configs`, if given, are then the stream-K kernel's);
-    other products ignore it. `pad` ("auto", "on" or "off") says whether operands whose rows are
-    not 16-byte aligned are copied into padded rows first; "auto" does so for GPU products of
+    other products ignore it. `pad` ("auto", "on" or "off") says whether operands whose leading
+    dimension is not a multiple of 8 are copied into padded rows first (PAD_MIN_FLOPS); "auto" does so for GPU products of
     at least PAD_MIN_FLOPS."""
     if pad not in PAD:
         raise ValueError(f"{OP}: pad must be one of {', '.join(PAD)}, got {pad!r}")
@@ -365,7 +368,7 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
         a, ta, lda = _k_contiguous(a, True)
     elif plan == "b" and not tb and b.shape[0] == 1:
         b, tb, ldb = _k_contiguous(b, False)
-    if pads(m, n, k, (lda, ldb), a.dtype, pad, on_cuda(device)):
+    if pads(m, n, k, (lda, ldb), pad, on_cuda(device)):
         a, lda = _padded(a, ta, lda)
         b, ldb = _padded(b, tb, ldb)
     check_extent(OP, a, b, c)
@@ -445,7 +448,7 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
         return None
     plan = pick_transpose_first(m, n, k, la[0], lb[0]) if precision == "tf32" else "none"
     lds = (la[1], lb[1]) if plan == "none" else (k, lb[1]) if plan == "a" else (la[1], k)
-    if pads(m, n, k, lds, dtype):
+    if pads(m, n, k, lds):
         return None  # (matmul_out copies them into padded rows first)
     if plan != "none":  # copy an operand K-contiguous first, as matmul_out does
         wgmma = _sm90.get(i)
