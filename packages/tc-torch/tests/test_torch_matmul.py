@@ -662,27 +662,30 @@ def test_rows_divisible_by_8_take_the_tma_kernels_on_the_gpu(ta: bool, tb: bool,
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
-def test_rows_not_16_byte_aligned_run_on_padded_copies_on_the_gpu(ta: bool, tb: bool) -> None:
-    # every leading dimension unaligned (1001, 300 and 4100 half elements): a product large
-    # enough is computed from copies in rows of 64, so its kernels are specialized for 16-byte
-    # rows (A's and B's codes divisible by 16), and C's unaligned rows leave its tiles to the
-    # epilogue in rounds (tc_opt.exchange_rounds); the result is right
-    from tc_runtime.signature import DIV16
+def test_leading_dimensions_not_multiples_of_8_run_on_padded_copies_on_the_gpu(ta: bool, tb: bool) -> None:
+    # every leading dimension odd against 8 (1001, 300 and 4100 half elements): a product large
+    # enough is computed from copies in rows of 64, so its kernel is specialized for 16-byte rows
+    # (A's and B's codes divisible by 16); without padding the same configuration's kernel is
+    # specialized for rows of no known alignment; both results are right
+    from tc_runtime.signature import DIV16, NONE
 
     torch.manual_seed(0)
     dtype = torch.float16
     m, n, k = 300, 4100, 1001
     assert mm.pads(m, n, k, (4100,))
-    a = torch.randn(k, m, dtype=dtype, device="cuda").t() if ta else torch.randn(m, k, dtype=dtype, device="cuda")
-    b = torch.randn(n, k, dtype=dtype, device="cuda").t() if tb else torch.randn(k, n, dtype=dtype, device="cuda")
+    a = torch.randn(1, k, m, dtype=dtype, device="cuda").transpose(1, 2) if ta else \
+        torch.randn(1, m, k, dtype=dtype, device="cuda")
+    b = torch.randn(1, n, k, dtype=dtype, device="cuda").transpose(1, 2) if tb else \
+        torch.randn(1, k, n, dtype=dtype, device="cuda")
     ref = a.float() @ b.float()
-    got = tc_torch.matmul(a, b)
-    assert float((got.float() - ref).abs().max()) <= 0.5 + 2e-2 * float(ref.abs().max())
-    kern = mm._KERNELS[dtype, ta, tb, got.device.index, "ieee"]
-    specs = [spec for (_, spec) in kern._compiled]
-    assert specs and all(spec[6] == spec[7] == DIV16 for spec in specs)  # (lda, ldb: 64-element rows)
-    again = tc_torch.matmul(a, b)  # (the fast path leaves it to matmul_out: copied again)
-    assert torch.equal(again, got)
+    c = mm._cfg(128, 128, 64, 4, 4)
+    kern = mm.kernel_for(dtype, ta, tb, a.device, [c])
+    for pad, code in (("auto", DIV16), ("off", NONE)):
+        got = torch.full((1, m, n), float("nan"), device="cuda", dtype=dtype)
+        mm.matmul_out(got, a, b, configs=[c], pad=pad)
+        assert float((got.float() - ref).abs().max()) <= 0.5 + 2e-2 * float(ref.abs().max()), pad
+        specs = [spec for (_, spec) in kern._compiled]
+        assert any(spec[6] == spec[7] == code for spec in specs), (pad, specs)  # (lda, ldb)
 
 
 #: Persistent configurations in clusters of 2 that multicast the tiles two programs share
