@@ -78,14 +78,14 @@ def short_config(text: str) -> str:
     return name + (" " + "+".join(extra) if extra else "")
 
 
-def unpadded_matmul(x: Any, y: Any, precision: str) -> Any:
-    """x @ y by tc_torch's matmul_out without copying operands into 16-byte aligned rows."""
+def matmul_out_with(x: Any, y: Any, precision: str, pad: str = "auto", stream_k: str = "off") -> Any:
+    """x @ y by tc_torch's matmul_out with its `pad` and `stream_k` options."""
     import torch
 
     from tc_torch.ops.matmul import matmul_out
 
     c = torch.empty((1, x.shape[0], y.shape[1]), dtype=x.dtype, device=x.device)
-    return matmul_out(c, x.unsqueeze(0), y.unsqueeze(0), precision=precision, pad="off")[0]
+    return matmul_out(c, x.unsqueeze(0), y.unsqueeze(0), precision=precision, pad=pad, stream_k=stream_k)[0]
 
 
 def tuned_call(fn: Callable[[], Any]) -> tuple[Any, str | None]:
@@ -149,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtypes", default="float16,bfloat16,tf32", help="a subset of float16,bfloat16,tf32")
     ap.add_argument("--unpadded", action="store_true",
                     help="time tc_torch's matmul_out with pad='off' too (provider 'tc unpadded': what "
-                         "copying operands with rows that are not 16-byte aligned gains)")
+                         "copying operands whose leading dimensions are not multiples of 8 gains)")
+    ap.add_argument("--stream-k", action="store_true",
+                    help="time tc_torch's matmul_out with stream_k='on' too, fp16 and bf16 (provider "
+                         "'tc stream-K': for shapes whose tiles leave the last wave part empty)")
     args = ap.parse_args(argv)
     dtypes = {"float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
     chosen = args.dtypes.split(",")
@@ -175,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                 providers: dict[str, Callable[[], Any]] = {
                     "tc": functools.partial(tc_torch.matmul, x, y, precision=precision)}
                 if args.unpadded:
-                    providers["tc unpadded"] = functools.partial(unpadded_matmul, x, y, precision)
+                    providers["tc unpadded"] = functools.partial(matmul_out_with, x, y, precision, pad="off")
+                if args.stream_k and not tf32:
+                    providers["tc stream-K"] = functools.partial(matmul_out_with, x, y, precision, stream_k="on")
                 if device == "cuda":
                     providers["torch"] = functools.partial(torch.matmul, x, y)
                     if triton_mm is not None and dtype == torch.float16:

@@ -479,7 +479,7 @@ def backward_products(r: Report, shapes: str, label: str, rounds: int, extra: tu
         import json as _json
 
         for row in _json.loads(out.read_text())["rows"]:
-            ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton", "tc unpadded")
+            ratios = ", ".join(f"x {p} {row['tc'] / row[p]:.2f}" for p in ("torch", "triton", "tc unpadded", "tc stream-K")
                                if isinstance(row.get(p), float) and isinstance(row.get("tc"), float))
             q = row.get("tc_torch_quartiles")
             if q:  # (tc over torch round by round: lower quartile - upper quartile)

@@ -151,3 +151,23 @@ def test_backward_rows_of_the_cpu_pool_to_no_rounds(tmp_path: Path) -> None:
     assert len(rows) == 9 and all(r["tc"] == "ok" and "tc_torch_rounds" not in r for r in rows)
     table = pooled.pool([rows, rows])
     assert len(table) == 9 and all((r["runs"], r["rounds"]) == (0, 0) and "quartiles" not in r for r in table)
+
+
+def test_backward_checks_the_other_tc_schedules_it_is_asked_for(tmp_path: Path) -> None:
+    """--unpadded and --stream-k add providers running tc_torch's matmul_out with pad="off" and
+    stream_k="on" (stream-K for 16-bit products only); each is checked like the others."""
+    import json
+
+    out = tmp_path / "rows.json"
+    assert backward.main(["--device", "cpu", "--shapes", "33x70x45", "--dtypes", "float16,tf32", "--unpadded",
+                          "--stream-k", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["dtype"] for r in rows] == ["float16"] * 3 + ["tf32"] * 3
+    assert all(r["tc unpadded"] == "ok" for r in rows)
+    assert [r.get("tc stream-K") for r in rows] == ["ok"] * 3 + [None] * 3
+
+
+def test_backward_refuses_an_unknown_dtype(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        backward.main(["--device", "cpu", "--dtypes", "float8"])
+    assert "--dtypes: choose from float16, bfloat16, tf32" in capsys.readouterr().err
