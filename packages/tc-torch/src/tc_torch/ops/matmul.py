@@ -257,8 +257,10 @@ def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool
 #: cp.async's 16-byte pieces): it loads them one element at a time, without a pipeline (about 0.5x
 #: torch at 4100^3 on an H100, fp16 and tf32 alike, BENCHMARKS.md, thirty-fourth session). A GPU
 #: product of at least PAD_MIN_FLOPS copies such an operand first into rows of a multiple of
-#: PAD_ROWS_TO elements (one read and one write of it: a few percent of such a product's time),
-#: and runs on the copy (matmul_out's `pad`).
+#: PAD_ROWS_TO elements (one read and one write of it) and runs on the copy (matmul_out's `pad`):
+#: 4100^3 fp16 111 -> 456 TFLOPS, 4095^3 125 -> 478 (H100, thirty-fourth session). The threshold
+#: is TRANSPOSE_FIRST_MIN_FLOPS, from which tf32's copies paid; padding's own break-even has not
+#: been measured.
 PAD_ROWS_TO = 64
 PAD_MIN_FLOPS = 8e8
 PAD = ("auto", "on", "off")
