@@ -123,6 +123,11 @@ def test_message_names_op_location_and_problem() -> None:
          "    tc.local_store %v, %b", "local_store of tile<8x4xf32"),
         ("    %v = tc.constant {value = 0.0} : tile<8x4xf32>\n"
          "    tc.local_store %v, %v", "the destination must be a shared tile"),
+        ("    %v = tc.constant {value = 0.0} : tile<8x12xf32>\n"
+         "    %c = tc.convert_layout %v {columns = 8} : tile<8x12xf32>",
+         "convert_layout in rounds of 8 columns: they must divide the tile's last dimension (12)"),
+        ("    %v = tc.constant {value = 0.0} : tile<8x12xf32>\n"
+         "    %c = tc.convert_layout %v {columns = -4} : tile<8x12xf32>", "in rounds of -4 columns"),
     ],
 )
 def test_op_rules(body: str, message: str) -> None:
