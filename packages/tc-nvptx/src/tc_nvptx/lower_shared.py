@@ -52,19 +52,35 @@ def _linear(ctx: Ctx, m: ThreadMap, strides: Sequence[int], key: tuple[int, ...]
 
 
 def exchange(ctx: Ctx, op: Operation, src: TileVal, dst_t: TileType, read_strides: Sequence[int],
-             write_strides: Sequence[int] | None = None) -> TileVal:
+             write_strides: Sequence[int] | None = None, columns: int = 0) -> TileVal:
     """Write `src` to shared memory at sum(coord[i] * write_strides[i]) (row-major when None),
-    then read each destination element at sum(coord[i] * read_strides[i])."""
+    then read each destination element at sum(coord[i] * read_strides[i]). With `columns`
+    (ConvertLayoutOp.columns) in rounds of that many columns of the last dimension through a
+    buffer of one round: write a round, barrier, read it (coordinates taken from the round's
+    first column), barrier before the next round's writes."""
     base = ctx.smem_ptr(op)
     src_strides = list(write_strides) if write_strides is not None else row_major_strides(src.map.shape)
-    if not runs_first_in_shared_memory(ctx.function, ctx.alloc, op):
-        ctx.barrier()  # earlier readers of this memory are done
-    for key, v in src.vals.items():
-        _store_shared(ctx, base, src.element, _linear(ctx, src.map, src_strides, key), v)
-    ctx.barrier()
     m = ctx.map_of(dst_t)
-    vals = {key: _load_shared(ctx, base, dst_t.element, _linear(ctx, m, read_strides, key)) for key in m.keys}
+    writes = rounds_of(src.map, columns, op.loc) if columns else None
+    reads = rounds_of(m, columns, op.loc) if columns else None
+    vals: dict[tuple[int, ...], ir.Value] = {}
+    for r in range(dst_t.shape[-1] // columns if columns else 1):
+        if r or not runs_first_in_shared_memory(ctx.function, ctx.alloc, op):
+            ctx.barrier()  # earlier readers of this memory are done
+        shift = r * columns
+        for key, v in src.vals.items():
+            if writes is None or writes[key] == r:
+                _store_shared(ctx, base, src.element, _linear(ctx, src.map, src_strides, _shifted(key, shift)), v)
+        ctx.barrier()
+        for key in m.keys:
+            if reads is None or reads[key] == r:
+                vals[key] = _load_shared(ctx, base, dst_t.element, _linear(ctx, m, read_strides, _shifted(key, shift)))
     return TileVal(m, vals, dst_t.element)
+
+
+def _shifted(key: tuple[int, ...], shift: int) -> tuple[int, ...]:
+    """`key` moved `shift` elements back along the last dimension (to its round's first column)."""
+    return (*key[:-1], key[-1] - shift) if shift else key
 
 
 @lowers("tc.convert_layout")
@@ -93,10 +109,7 @@ def lower_convert(ctx: Ctx, op: ConvertLayoutOp) -> None:
         ctx.values[op.result] = ctx.splat_tile(dst_t, next(iter(src_v.vals.values())))
         return
     padded = exchange_strides(exchange_shape(op), storage_bytes(dst_t))  # (fewer bank conflicts)
-    if op.columns:
-        ctx.values[op.result] = exchange_in_rounds(ctx, op, src_v, dst_t, padded)
-        return
-    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, padded, padded)
+    ctx.values[op.result] = exchange(ctx, op, src_v, dst_t, padded, padded, op.columns)
 
 
 def thread_reach(d: DimMap) -> int:
@@ -123,32 +136,6 @@ def rounds_of(m: ThreadMap, columns: int, loc: Location | None) -> dict[tuple[in
                                  f"rounds of {columns} columns", loc)
         out[key] = key[-1] // columns
     return out
-
-
-def exchange_in_rounds(ctx: Ctx, op: ConvertLayoutOp, src: TileVal, dst_t: TileType,
-                       strides: Sequence[int]) -> TileVal:
-    """`exchange` one round of `op.columns` columns at a time through a buffer of one round:
-    every thread writes its elements of the round, barrier, reads its elements of it (keys moved
-    to the round's first column), barrier before the next round's writes."""
-    base = ctx.smem_ptr(op)
-    columns = op.columns
-    m = ctx.map_of(dst_t)
-    writes, reads = rounds_of(src.map, columns, op.loc), rounds_of(m, columns, op.loc)
-    vals: dict[tuple[int, ...], ir.Value] = {}
-    for r in range(dst_t.shape[-1] // columns):
-        if r or not runs_first_in_shared_memory(ctx.function, ctx.alloc, op):
-            ctx.barrier()  # earlier readers of this memory are done
-        shift = r * columns
-        for key, v in src.vals.items():
-            if writes[key] == r:
-                at = _linear(ctx, src.map, strides, (*key[:-1], key[-1] - shift))
-                _store_shared(ctx, base, src.element, at, v)
-        ctx.barrier()
-        for key in m.keys:
-            if reads[key] == r:
-                at = _linear(ctx, m, strides, (*key[:-1], key[-1] - shift))
-                vals[key] = _load_shared(ctx, base, dst_t.element, at)
-    return TileVal(m, vals, dst_t.element)
 
 
 def _same_threads(a: DimMap, b: DimMap) -> bool:

@@ -37,12 +37,11 @@ def round_widths(op: ConvertLayoutOp) -> list[int]:
     if op.columns or dst.layout is None or src.layout == dst.layout or scratch_bytes(op) == 0:
         return []
     last = src.rank - 1
-    blocks = [thread_block(t.layout, t.shape, last) for t in (src, dst)]  # type: ignore[arg-type]
-    if None in blocks:
+    a, b = thread_block(src.layout, src.shape, last), thread_block(dst.layout, dst.shape, last)
+    if a is None or b is None:
         return []
-    step = max(b for b in blocks if b is not None)
     size = src.shape[last]
-    return [w for w in range(size - step, 0, -step) if size % w == 0 and all(w % b == 0 for b in blocks if b)]
+    return [w for w in range(size - max(a, b), 0, -max(a, b)) if size % w == 0 and w % a == 0 and w % b == 0]
 
 
 def exchange_in_rounds(f: Function, limit: int) -> bool:
