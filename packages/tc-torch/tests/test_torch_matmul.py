@@ -172,12 +172,53 @@ def test_matmul_pads_rows_that_are_not_multiples_of_8_before_large_gpu_products(
     # (what the runtime's specialization tells a kernel: divisible by 8 or 16, whatever the dtype)
     assert mm.rows_aligned(4104) and mm.rows_aligned(1024)
     assert not mm.rows_aligned(4100) and not mm.rows_aligned(4095) and not mm.rows_aligned(1028)
-    assert mm.pads(big, big, big, (4100, 64))  # one operand is enough
-    assert not mm.pads(big, big, big, (64, 4104))  # both multiples of 8: nothing to copy
-    assert not mm.pads(big, big, big // 2, (4100, 64))  # too small a product
-    assert not mm.pads(big, big, big, (4100, 64), gpu=False)  # "auto" on the interpreter
-    assert mm.pads(2, 2, 2, (3, 64), "on", gpu=False)
-    assert not mm.pads(big, big, big, (4100, 4100), "off")
+    assert mm.pads(big, big, big, (4100, 64)) == (True, False)  # each operand on its own
+    assert mm.pads(big, big, big, (64, 4100)) == (False, True)
+    assert mm.pads(big, big, big, (64, 4104)) == (False, False)  # both multiples of 8: nothing to copy
+    assert mm.pads(big, big, big // 2, (4100, 64)) == (False, False)  # too small a product
+    assert mm.pads(big, big, big, (4100, 64), gpu=False) == (False, False)  # "auto" on the interpreter
+    assert mm.pads(2, 2, 2, (3, 64), "on", gpu=False) == (True, False)
+    assert mm.pads(big, big, big, (4100, 4100), "off") == (False, False)
+
+
+def test_matmul_pads_b_whose_16_bit_rows_split_sectors_when_a_has_many_rows() -> None:
+    # rows of 4104 halves are 16 bytes apart but not 32; rows of 4112 are 32 apart, and rows of
+    # 4104 floats (or of 4100 halves, not 16-byte aligned at all) are another case
+    assert mm.sectors_split(4104, 2) and mm.sectors_split(1000, 2)
+    assert not mm.sectors_split(4112, 2) and not mm.sectors_split(4096, 2)
+    assert not mm.sectors_split(4104, 4) and not mm.sectors_split(4100, 2)
+    rows = mm.PAD_SPLIT_MIN_ROWS
+    assert mm.pads(rows, 4104, 4096, (4096, 4104), itemsize=2) == (False, True)
+    assert mm.pads(rows - 1, 4104, 4096, (4096, 4104), itemsize=2) == (False, False)  # too few rows of A
+    assert mm.pads(rows, 4096, 4104, (4104, 4096), itemsize=2) == (False, False)  # A is left as it is
+    assert mm.pads(rows, 4104, 4096, (4096, 4104), itemsize=4) == (False, False)  # float rows: 32-byte aligned
+    assert mm.pads(rows, 4104, 4096, (4096, 4104), "off", itemsize=2) == (False, False)
+    assert mm.pads(8, 8, 8, (4096, 4104), "on", gpu=False, itemsize=2) == (False, True)  # "on": whatever the size
+
+
+def test_matmul_on_a_b_with_split_sectors_copies_b_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pad "on" with rows of 24 halves (48 bytes): B is copied into rows of 64, A (rows of 24 too) is
+    # not, and the product is the same
+    copied: list[tuple[int, ...]] = []
+    real = mm._padded
+
+    def recorded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
+        y, new_ld = real(x, transposed, ld)
+        assert y is not x and new_ld == mm.PAD_ROWS_TO and torch.equal(y, x)
+        copied.append(tuple(x.shape))
+        return y, new_ld
+
+    monkeypatch.setattr(mm, "_padded", recorded)
+    torch.manual_seed(10)
+    a = torch.randn(1, 5, 24, dtype=torch.float16)
+    b = torch.randn(1, 24, 24, dtype=torch.float16)
+    c = torch.empty(1, 5, 24, dtype=torch.float16)
+    mm.matmul_out(c, a, b, pad="on")
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=1e-2, rtol=1e-2)
+    assert copied == [(1, 24, 24)]
+
+
+def test_matmul_rejects_an_unknown_pad() -> None:
     with pytest.raises(ValueError, match="pad must be one of"):
         mm.matmul_out(torch.empty(1, 2, 2), torch.randn(1, 2, 3), torch.randn(1, 3, 2), pad="yes")
 
@@ -672,7 +713,7 @@ def test_leading_dimensions_not_multiples_of_8_run_on_padded_copies_on_the_gpu(t
     torch.manual_seed(0)
     dtype = torch.float16
     m, n, k = 300, 4100, 1001
-    assert mm.pads(m, n, k, (4100,))
+    assert mm.pads(m, n, k, (k, n), itemsize=2) == (True, True)  # (300 too, transposed)
     a = torch.randn(1, k, m, dtype=dtype, device="cuda").transpose(1, 2) if ta else \
         torch.randn(1, m, k, dtype=dtype, device="cuda")
     b = torch.randn(1, n, k, dtype=dtype, device="cuda").transpose(1, 2) if tb else \

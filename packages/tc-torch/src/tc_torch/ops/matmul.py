@@ -264,6 +264,19 @@ def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool
 PAD_ROWS_TO = 64
 PAD_MIN_FLOPS = 8e8
 PAD = ("auto", "on", "off")
+#: Rows of 16-bit elements 16 bytes apart but not 32 (leading dimensions 8 modulo 16: 4104, 3000,
+#: 1000) start every other row in the middle of a 32-byte sector of L2, and the kernels that stream
+#: the most rows of such an operand per K step lose the most. H100, thirty-fifth session, fp16, the
+#: 128x256 persistent tile forced, TFLOPS with the operand's rows as they are / padded to 64:
+#: B's rows of 4104 (4096x4104x4096) 458 / 592; A's rows of 4104 (4104^3, B padded) 568 / 596;
+#: rows 32 bytes apart (4112) are not slower; cp.async copies instead of TMA are slower still.
+#: The tuner's choice among tiles softens it (4096x4104x4096 626 against cuBLAS's 678), and a
+#: copy costs one read and one write of the operand, so copying B first pays only where A has
+#: many rows: with the tuner's choice, padded / not (pad "auto" / "off"), 6008^3 605 / 523
+#: (C = A B; dA and dB +6% and +10%), 4104^3 503 / 479, but 3000^3 434 / 519 and 4096x4104x4096
+#: 535 / 626. matmul_out copies such a B into rows of PAD_ROWS_TO before products of at least
+#: PAD_MIN_FLOPS with at least PAD_SPLIT_MIN_ROWS rows of A (A is left as it is).
+PAD_SPLIT_MIN_ROWS = 6000
 
 
 def rows_aligned(ld: int) -> bool:
@@ -273,20 +286,35 @@ def rows_aligned(ld: int) -> bool:
     return ld % 8 == 0
 
 
-def pads(m: int, n: int, k: int, lds: tuple[int, ...], pad: str = "auto", gpu: bool = True) -> bool:
-    """Whether matmul_out copies the operands with leading dimensions `lds` that are not
-    multiples of 8 into padded rows before a product of M x N x K: with pad "on" always, with
-    "auto" on a GPU from PAD_MIN_FLOPS up."""
-    if pad == "off" or all(rows_aligned(ld) for ld in lds):
-        return False
-    return pad == "on" or (gpu and 2.0 * m * n * k >= PAD_MIN_FLOPS)
+def sectors_split(ld: int, itemsize: int) -> bool:
+    """Whether rows `ld` elements of `itemsize` bytes apart are 16-byte but not 32-byte aligned
+    (16-bit elements, `ld` 8 modulo 16: see PAD_SPLIT_MIN_ROWS)."""
+    return rows_aligned(ld) and (ld * itemsize) % 32 != 0
+
+
+def pads(m: int, n: int, k: int, lds: tuple[int, int], pad: str = "auto", gpu: bool = True,
+         itemsize: int = 4) -> tuple[bool, bool]:
+    """Whether matmul_out copies A and B (leading dimensions `lds`, elements of `itemsize` bytes)
+    into padded rows before a product of M x N x K: an operand whose leading dimension is not a
+    multiple of 8, and a B whose rows split sectors (sectors_split); with pad "on" always, with
+    "auto" on a GPU from PAD_MIN_FLOPS up (and, for B's split sectors, from PAD_SPLIT_MIN_ROWS
+    rows of A)."""
+    lda, ldb = lds
+    if pad == "off":
+        return False, False
+    split_b = sectors_split(ldb, itemsize)
+    if pad == "on":
+        return not rows_aligned(lda), not rows_aligned(ldb) or split_b
+    if not gpu or 2.0 * m * n * k < PAD_MIN_FLOPS:
+        return False, False
+    return not rows_aligned(lda), not rows_aligned(ldb) or (split_b and m >= PAD_SPLIT_MIN_ROWS)
 
 
 def _padded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
     """x (Z, R, C) copied, as _layout reads it (row-major, or column-major when `transposed`),
     into rows of a multiple of PAD_ROWS_TO elements; with the new leading dimension. A leading
-    dimension that is a multiple of 8 is returned as it is."""
-    if rows_aligned(ld):
+    dimension that is a multiple of PAD_ROWS_TO already is returned as it is."""
+    if ld % PAD_ROWS_TO == 0:
         return x, ld
     mat = x.transpose(1, 2) if transposed else x  # (Z, rows, row length), rows contiguous
     length = mat.shape[2]
@@ -345,8 +373,8 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     batched one, is never copied. `stream_k="on"` runs a single float16 or bfloat16 product
     (Z = 1) by stream-K (STREAM_K_CONFIGS; `configs`, if given, are then the stream-K kernel's);
     other products ignore it. `pad` ("auto", "on" or "off") says whether operands whose leading
-    dimension is not a multiple of 8 are copied into padded rows first (PAD_MIN_FLOPS); "auto" does so for GPU products of
-    at least PAD_MIN_FLOPS."""
+    dimension is not a multiple of 8, and a B whose rows split L2's sectors, are copied into
+    padded rows first; "auto" does so for large GPU products (`pads`)."""
     if pad not in PAD:
         raise ValueError(f"{OP}: pad must be one of {', '.join(PAD)}, got {pad!r}")
     if transpose_first not in TRANSPOSE_FIRST:
@@ -370,8 +398,10 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
         a, ta, lda = _k_contiguous(a, True)
     elif plan == "b" and not tb and b.shape[0] == 1:
         b, tb, ldb = _k_contiguous(b, False)
-    if pads(m, n, k, (lda, ldb), pad, on_cuda(device)):
+    pad_a, pad_b = pads(m, n, k, (lda, ldb), pad, on_cuda(device), a.element_size())
+    if pad_a:
         a, lda = _padded(a, ta, lda)
+    if pad_b:
         b, ldb = _padded(b, tb, ldb)
     check_extent(OP, a, b, c)
     if z > 65535:
@@ -450,7 +480,7 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
         return None
     plan = pick_transpose_first(m, n, k, la[0], lb[0]) if precision == "tf32" else "none"
     lds = (la[1], lb[1]) if plan == "none" else (k, lb[1]) if plan == "a" else (la[1], k)
-    if pads(m, n, k, lds):
+    if any(pads(m, n, k, lds, itemsize=a.element_size())):
         return None  # (matmul_out copies them into padded rows first)
     if plan != "none":  # copy an operand K-contiguous first, as matmul_out does
         wgmma = _sm90.get(i)
