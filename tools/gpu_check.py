@@ -15,7 +15,8 @@ Sections (each guarded, so one failure still prints the table):
      from 2048 to 8192 against Triton), tf32_check.py, bench_tf32_plans.py, sustained runs
      with the clock and power they get (tools/bench_power.py), and cycles per launch against
      cuBLAS under Nsight Compute (tools/ncu_cycles.py; skipped without `ncu`)
-  7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer
+  7. the spec's sweeps with plots (tools/bench_sweeps.py), the tutorials, compute-sanitizer in four
+     sections (`compute-sanitizer tutorial kernels`, `... matmul memcheck`, `synccheck`, `racecheck`)
   8. only when named: `matmul pooled` (tools/bench_matmul_pooled.py: 4096^3 tc_torch.matmul over
      torch pooled over fresh processes, each tuning anew; about 4 minutes) and `matmul ragged`
      (bench_matmul_backward.py at 4104^3, 4100^3 and 4095^3: leading dimensions not multiples of 16)
@@ -27,6 +28,7 @@ write a COMMIT file in the repository root) to have the commit in the table.
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib.util
 import io
 import os
@@ -261,17 +263,30 @@ def tutorials(r: Report) -> None:
 # ---------------------------------------------------------------------------------------- main
 
 
-def sanitizer(r: Report) -> None:
-    """compute-sanitizer over the tutorial kernels and over every configuration of tc_torch.matmul
-    (tools/sanitize_kernels.py): memcheck and racecheck must report 0 errors on both, synccheck on
-    the matmuls. Skipped (FAIL with a note) when compute-sanitizer is not on the PATH."""
-    exe = shutil.which("compute-sanitizer")
-    if exe is None:
-        r.check("compute-sanitizer memcheck", False, "compute-sanitizer not on the PATH")
-        return
+#: compute-sanitizer's runs, one section each (the whole took more than one device call's ten
+#: minutes with three matmul shapes): (label, tool, --report-api-errors, what it runs). memcheck
+#: and synccheck see every matmul case; racecheck (seconds a case: 315 s for a quarter of them on
+#: an H100) the persistent configurations, whose programs share buffers across tiles.
+SANITIZER_RUNS = {
+    "tutorial kernels": [("memcheck-api", "memcheck", "all", "tutorial kernels"),
+                         ("memcheck", "memcheck", "no", "tutorial kernels"),
+                         ("racecheck", "racecheck", "no", "tutorial kernels")],
+    "matmul memcheck": [("matmul-memcheck", "memcheck", "no", "matmul")],
+    "matmul synccheck": [("matmul-synccheck", "synccheck", "no", "matmul")],
+    "matmul racecheck": [("matmul-racecheck", "racecheck", "no", "matmul, persistent")],
+}
+
+#: The disk cache the matmul configurations were compiled into, once per process.
+_sanitizer_cache: list[dict[str, str]] = []
+
+
+def _matmul_cases_compiled(r: Report) -> dict[str, str]:
+    """The environment whose TC_CACHE_DIR holds every matmul case of tools/sanitize_kernels.py,
+    compiled (and run unsanitized) first in parallel shards, each a process of its own: under the
+    sanitizer they then only run. Done once per process."""
+    if _sanitizer_cache:
+        return _sanitizer_cache[0]
     script = str(ROOT / "tools" / "sanitize_kernels.py")
-    # the matmul configurations compiled first, in parallel shards (each a process of its own),
-    # into a disk cache that the sanitized runs then read: under the sanitizer they only run
     shards = max(1, min(16, os.cpu_count() or 1))
     cache = Path(os.environ.get("TC_CACHE_DIR") or (ROOT / "build" / "sanitizer-cache"))
     env = dict(os.environ, TC_CACHE_DIR=str(cache))
@@ -285,24 +300,33 @@ def sanitizer(r: Report) -> None:
         (OUT / "sanitizer-matmul-plain.log").write_text("\n".join(lines))
     r.check("tc_torch.matmul configurations (unsanitized)", all(p.returncode == 0 for p in procs),
             f"{len(lines) - len(bad)} cases ok" + (f"; {len(bad)} lines not ok, first: {bad[0][:200]}" if bad else ""))
+    _sanitizer_cache.append(env)
+    return env
+
+
+def sanitize(r: Report, part: str) -> None:
+    """compute-sanitizer's runs of SANITIZER_RUNS[part] over tools/sanitize_kernels.py: the
+    tutorial kernels (memcheck and racecheck must report 0 errors) or every configuration of
+    tc_torch.matmul (memcheck, synccheck; racecheck over the persistent ones). A FAIL with a note
+    when compute-sanitizer is not on the PATH."""
+    exe = shutil.which("compute-sanitizer")
+    if exe is None:
+        r.check(f"compute-sanitizer {part}", False, "compute-sanitizer not on the PATH")
+        return
+    script = str(ROOT / "tools" / "sanitize_kernels.py")
     # --report-api-errors no for the verdicts: cuda-bindings probes driver entry points at cuInit
     # (a probe of a symbol the driver lacks counts as an "API error"), and tc's driver layer checks
     # every CUresult it gets itself; the kernels' memory accesses are the sanitizer's to judge. One
     # informational run with API errors on names what they are.
-    # memcheck and synccheck see every matmul case; racecheck (seconds a case: 315 s for a quarter
-    # of them on an H100) the persistent configurations, whose programs share buffers across tiles
-    runs = [("memcheck-api", "memcheck", "all", "tutorial kernels"), ("memcheck", "memcheck", "no", "tutorial kernels"),
-            ("racecheck", "racecheck", "no", "tutorial kernels"), ("matmul-memcheck", "memcheck", "no", "matmul"),
-            ("matmul-synccheck", "synccheck", "no", "matmul"),
-            ("matmul-racecheck", "racecheck", "no", "matmul, persistent")]
-    for label, tool, api, what in runs:
+    for label, tool, api, what in SANITIZER_RUNS[part]:
         cmd = [exe, "--tool", tool, "--report-api-errors", api, "--error-exitcode", "3", sys.executable, script]
         if what.startswith("matmul"):
             cmd += ["--matmul", *(["--persistent"] if "persistent" in what else [])]
+            run_env = _matmul_cases_compiled(r)  # (the matmuls come from the cache)
+        else:  # (the tutorial kernels compile under the sanitizer)
+            run_env = dict(os.environ, TC_ALWAYS_COMPILE="1")
         r.say(" ".join(cmd))
         start = time.perf_counter()
-        # (the tutorial kernels compile under the sanitizer; the matmuls come from the cache above)
-        run_env = env if what.startswith("matmul") else dict(os.environ, TC_ALWAYS_COMPILE="1")
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200, env=run_env)
         text = proc.stdout + proc.stderr
         if OUT is not None:
@@ -716,8 +740,9 @@ def main() -> int:
             ("matmul cycles (ncu)", cycles_bench),
             ("benchmark sweeps", sweeps),
             ("tutorials", tutorials),
-            ("compute-sanitizer", sanitizer),
         ]
+        # (`gpu_check.py compute-sanitizer` runs the four; one device call may not hold them all)
+        sections += [(f"compute-sanitizer {part}", functools.partial(sanitize, part=part)) for part in SANITIZER_RUNS]
     wanted = [a.lower() for a in sys.argv[1:]]
     if has_gpu:  # (only when named: longer than the device tool's calls allow beside the rest)
         sections += [(name, fn) for name, fn in EXPLICIT_SECTIONS if any(w in name.lower() for w in wanted)]

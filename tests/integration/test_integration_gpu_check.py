@@ -122,3 +122,57 @@ def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
     assert report.numbers == [
         ("matmul float16 4104x4104x4104 C = A B", "tc 600.0 TFLOPS, x torch 1.03, x triton 1.20 (per round 1.010-1.050)"),
         ("matmul tf32 4095x4095x4095 dA = dC B^T", "tc 150.0 TFLOPS, x torch 0.50, x tc unpadded 1.50")]
+
+
+def test_the_sanitizer_runs_in_four_sections_that_compile_the_matmuls_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each compute-sanitizer section runs its own tools (faked here); the matmul sections share one
+    unsanitized compile of the cases, and a failing run is a FAIL that names the tool."""
+    import os
+    import shutil
+    import subprocess
+    from typing import Any
+
+    monkeypatch.setattr(gpu_check, "OUT", tmp_path)
+    monkeypatch.setattr(gpu_check, "_sanitizer_cache", [])
+    monkeypatch.setattr(shutil, "which", lambda name: f"/bin/{name}")
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    compiled: list[list[str]] = []
+    sanitized: list[list[str]] = []
+
+    class FakeShard:
+        returncode = 0
+
+        def __init__(self, cmd: list[str], **_: Any) -> None:
+            compiled.append(cmd)
+
+        def communicate(self, timeout: float) -> tuple[str, None]:
+            return "ok case 1\nok case 2", None
+
+    def fake_run(cmd: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        sanitized.append(cmd)
+        failing = cmd[2] == "synccheck"
+        summary = "========= ERROR SUMMARY: 1 error" if failing else "========= ERROR SUMMARY: 0 errors"
+        return subprocess.CompletedProcess(cmd, 3 if failing else 0, summary, "")
+
+    monkeypatch.setattr(subprocess, "Popen", FakeShard)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert list(gpu_check.SANITIZER_RUNS) == ["tutorial kernels", "matmul memcheck", "matmul synccheck",
+                                              "matmul racecheck"]
+    r = gpu_check.Report()
+    gpu_check.sanitize(r, "matmul racecheck")
+    assert [c[-2:] for c in compiled] == [["--shard", "0/2"], ["--shard", "1/2"]]
+    assert len(sanitized) == 1 and sanitized[0][1:3] == ["--tool", "racecheck"]
+    assert sanitized[0][-2:] == ["--matmul", "--persistent"]
+    gpu_check.sanitize(r, "matmul synccheck")
+    gpu_check.sanitize(r, "tutorial kernels")
+    assert len(compiled) == 2  # (compiled once for both matmul sections; the tutorials compile under the tool)
+    assert [c[2] for c in sanitized] == ["racecheck", "synccheck", "memcheck", "memcheck", "racecheck"]
+    assert "--matmul" not in sanitized[-1]
+    verdicts = {name: status for name, status, _ in r.checks}
+    assert verdicts == {"tc_torch.matmul configurations (unsanitized)": "PASS",
+                        "compute-sanitizer racecheck (matmul, persistent)": "PASS",
+                        "compute-sanitizer synccheck (matmul)": "FAIL",
+                        "compute-sanitizer memcheck (tutorial kernels)": "PASS",
+                        "compute-sanitizer racecheck (tutorial kernels)": "PASS"}
+    assert (tmp_path / "sanitizer-matmul-synccheck.log").read_text().endswith("1 error")
