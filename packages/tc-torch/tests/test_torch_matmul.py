@@ -696,7 +696,9 @@ def test_rows_divisible_by_8_take_the_tma_kernels_on_the_gpu(ta: bool, tb: bool,
         err = float((got.float() - ref).abs().max())
         assert err <= 0.5 + 2e-2 * float(ref.abs().max()), c
         kern = mm.kernel_for(dtype, ta, tb, got.device, [c])
-        variants = [v for (_, spec), v in kern._compiled.items() if DIV8 in spec]
+        # (the variants of these leading dimensions, lda, ldb and ldc all 8 mod 16: other tests'
+        # products may have left variants of this configuration whose rows are not aligned)
+        variants = [v for (_, spec), v in kern._compiled.items() if spec[6] == spec[7] == spec[8] == DIV8]
         assert variants and all(v.binary.tensor_maps for v in variants), c
 
 
