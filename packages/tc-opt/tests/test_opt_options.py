@@ -20,7 +20,8 @@ def test_int_options_of_another_type_are_refused_by_name(field: str, value: Any)
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("num_warps", 3, "num_warps must be a power of two from 1 to 32, not 3"),
+    ("num_warps", 3, "num_warps must be a power of two from 1 to 32, or 12, not 3"),
+    ("num_warps", 6, "num_warps must be a power of two from 1 to 32, or 12, not 6"),
     ("num_stages", 0, "num_stages must be at least 1, not 0"),
     ("arch", "sm_100", "unknown GPU architecture 'sm_100'"),
     ("fp32_dot", "fast", "fp32_dot must be 'ieee' or 'tf32', not 'fast'"),

@@ -71,6 +71,10 @@ def test_layout_choices() -> None:
     assert mma_warps(128, 128, 4) == (2, 2)
     assert mma_warps(128, 128, 8) == (4, 2)
     assert mma_warps(16, 16, 8)[0] * mma_warps(16, 16, 8)[1] == 8
+    # 12 warps (three warpgroups): the factor 3 where it divides the 16x8 blocks, M first, then
+    # the powers of two as for 4 or 8 warps
+    assert mma_warps(192, 192, 12) == (3, 4)
+    assert mma_warps(128, 192, 12) == (4, 3)  # (128 rows are not 3 x 16-row blocks, 192 columns are 3 x 8)
     assert shared_layout((64, 32), (1, 0), F16, True) == Shared(8, 2, 4, (1, 0))  # 64-byte rows
     assert shared_layout((32, 128), (1, 0), F16, True) == Shared(8, 1, 8, (1, 0))
     assert shared_layout((64, 32), (1, 0), F16, False) == Shared(1, 1, 1, (1, 0))

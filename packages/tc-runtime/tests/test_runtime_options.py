@@ -84,6 +84,7 @@ def test_configs_and_autotune_axes() -> None:
     assert configs[0].defines == {"TYPE": "float", "TM": "128"} and configs[0].num_warps == 8
     with pytest.raises(ValueError, match="num_warps must be one of"):
         tc.config(num_warps=3)
+    assert tc.config(num_warps=12).num_warps == 12  # (three warpgroups)
     with pytest.raises(TypeError, match="single values"):
         tc.config(defines={"TM": [1, 2]})
 

@@ -509,10 +509,11 @@ SMALL_CONFIGS = [c for c in mm.TENSOR_CORE_CONFIGS
 
 
 def test_matmul_configurations_include_tiles_of_192_columns_that_compile_for_wgmma() -> None:
-    # 128x192, 256x192, 256x160 and 192x96 tiles: wgmma m64n192k16 (m64n160k16, m64n96k16)
-    # reading TMA copies, no local-memory spills
+    # 128x192, 256x192, 256x160, 192x96 and 192x192 (12 warps) tiles: wgmma m64n192k16
+    # (m64n160k16, m64n96k16) reading TMA copies, no local-memory spills
     assert {(int(c.defines["MB"]), int(c.defines["NB"])) for c in WIDE_CONFIGS} == {  # type: ignore[call-overload]
-        (128, 192), (256, 192), (256, 160), (192, 96)}
+        (128, 192), (256, 192), (256, 160), (192, 96), (192, 192)}
+    assert {c.num_warps for c in WIDE_CONFIGS if c.defines["MB"] == "192" and c.defines["NB"] == "192"} == {12}
     _assert_compiled_for_wgmma(WIDE_CONFIGS)
 
 

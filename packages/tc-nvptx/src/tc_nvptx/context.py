@@ -20,6 +20,10 @@ from .layout_math import DimMap, ThreadMap, UncoveredDimension, thread_map
 from .llvm_types import I1, I32, SHARED_PTR, llvm_type
 
 
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
 @attrs.define
 class TileVal:
     """The part of a tile one thread holds: element values keyed by per-dimension offsets."""
@@ -187,13 +191,20 @@ class Ctx:
         return self._bases[key]
 
     def warp_part(self, stride: int, count: int) -> ir.Value:
+        """(warp / stride) % count: the thread's warp coordinate along a layout dimension. Shifts
+        and masks where stride and count are powers of two; a division and a remainder otherwise
+        (12 warps: 3 warpgroups)."""
         key = ("warp", stride, count)
         if key not in self._bases:
             if count == 1:
                 self._bases[key] = ir.Constant(I32, 0)
             else:
-                v = self.eb.lshr(self.warp, ir.Constant(I32, stride.bit_length() - 1)) if stride > 1 else self.warp
-                self._bases[key] = self.eb.and_(v, ir.Constant(I32, count - 1))
+                e = self.eb
+                v = self.warp if stride == 1 else (
+                    e.lshr(self.warp, ir.Constant(I32, stride.bit_length() - 1)) if _power_of_two(stride)
+                    else e.udiv(self.warp, ir.Constant(I32, stride)))
+                self._bases[key] = e.and_(v, ir.Constant(I32, count - 1)) if _power_of_two(count) \
+                    else e.urem(v, ir.Constant(I32, count))
         return self._bases[key]
 
     def base(self, d: DimMap) -> ir.Value:

@@ -27,10 +27,14 @@ def _check_int(name: str, value: object) -> None:
         raise TypeError(f"{name} must be an int, not {type(value).__name__} {value!r}")
 
 
+#: The warps a program may have: powers of two, and 12 (three warpgroups: a wgmma tile of 192 rows).
+NUM_WARPS = (1, 2, 4, 8, 12, 16, 32)
+
+
 def _check_warps(_inst: object, _a: object, value: int) -> None:
     _check_int("num_warps", value)
-    if value not in (1, 2, 4, 8, 16, 32):
-        raise ValueError(f"num_warps must be a power of two from 1 to 32, not {value}")
+    if value not in NUM_WARPS:
+        raise ValueError(f"num_warps must be a power of two from 1 to 32, or 12, not {value}")
 
 
 def _check_stages(_inst: object, _a: object, value: int) -> None:

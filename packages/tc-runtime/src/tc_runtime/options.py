@@ -169,9 +169,10 @@ def check_name_and_filename(name: object, filename: object) -> None:
 
 
 def check_num_warps(n: object) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n not in (1, 2, 4, 8, 16, 32):
-        raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16, 32 (at most 1024 threads per "
-                         f"block), got {n!r}")
+    """`n` when it is a number of warps a program may have (a ValueError names the choices)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n not in (1, 2, 4, 8, 12, 16, 32):
+        raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 12, 16, 32 (at most 1024 threads per "
+                         f"block; 12: three warpgroups), got {n!r}")
     return n
 
 

@@ -94,6 +94,14 @@ TENSOR_CORE_CONFIGS = [
     # against 32.0 k for 64x128x64/4/3 (cuBLAS 25.6 k); 3 stages 34.9 k, 5 stages 31.5 k,
     # persistent with a producer warp and bulk stores 29.5 k
     _cfg(192, 96, 64, 4, 4),
+    # 192x192 with 12 warps, three warpgroups of 64 rows: squares just past a multiple of 2048,
+    # where every tile of 128 or 256 rows leaves a partial wave (2064^3: 11 x 11 = 121 tiles for
+    # 132 SMs). H100, 2026-11-27, TFLOPS forced (tools/bench_matmul_shapes.py), against the best
+    # of 256x192x64/8/3 and 128x256x64/8/4 persistent overlapped, and torch: 2064^3 /12/4 522
+    # against 450 (torch 584), 3072^3 persistent /12/3 687 against 593 (torch 721), 2056^3 382
+    # against 371, 3000^3 448 against 436; slower at 4096^3 (624 against 698), 2304^3 and 4104^3.
+    # Before sm_90 they run on mma.sync with 56 bytes of spills (the tuner times them there too).
+    _cfg(192, 192, 64, 12, 4), _cfg(192, 192, 64, 12, 3, **PERSISTENT),
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
