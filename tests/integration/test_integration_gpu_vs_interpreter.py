@@ -54,7 +54,7 @@ def test_gpu_matches_interpreter(case: cat.Case, scale: str) -> None:
     cpu_args: list[Any] = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in launch.args]
     gpu_args: list[Any] = [_to_device(a) if isinstance(a, np.ndarray) else a for a in launch.args]
     tc.kernel(case.source, device="cpu", defines=case.defines)(*cpu_args, grid=launch.grid)
-    tc.kernel(case.source, device="cuda", defines=case.defines)(*gpu_args, grid=launch.grid)
+    tc.kernel(case.source, device="cuda", defines=case.defines, num_warps=case.num_warps)(*gpu_args, grid=launch.grid)
     torch.cuda.synchronize()
     for i in launch.outputs:
         want = cpu_args[i]

@@ -47,6 +47,8 @@ class Case:
     #: (rng, "odd" | "large") -> the launch; None: compile-only.
     make: Callable[[np.random.Generator, str], Launch] | None = None
     filename: str = "<catalogue>"
+    #: The warps the kernel is compiled for (12: three warpgroups, a count that is not a power of two).
+    num_warps: int = 4
 
 
 def _np(type_: str) -> Any:
@@ -691,6 +693,10 @@ def suite_cases() -> list[Case]:
                {"TYPE": ty, "ACC": "int" if ty == "char" else "float", "BM": bm, "NORMALIZE": int(ty == "half")},
                _dot_tile(bm, ty == "char"))
           for ty in ("half", "char") for bm in (32, 64)),
+        # 12 warps: on sm_90 three warpgroups share the 192 rows of the wgmma accumulator, whose
+        # column sums cross 12 warps (3 on mma.sync) through shared memory
+        Case("dot_tile[half,BM=192,12 warps]", DOT_TILE, {"TYPE": "half", "ACC": "float", "BM": 192, "NORMALIZE": 1},
+             _dot_tile(192, False), num_warps=12),
     ]
 
 

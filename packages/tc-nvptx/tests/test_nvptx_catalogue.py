@@ -22,7 +22,8 @@ CASES = cat.all_cases()
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("case", CASES, ids=cat.case_ids(CASES))
 def test_compiles_and_ptxas_accepts(case: cat.Case, arch: str) -> None:
-    k = compile(case.source, defines=case.defines, options=CompileOptions(arch=arch), filename=case.filename)
+    k = compile(case.source, defines=case.defines, options=CompileOptions(arch=arch, num_warps=case.num_warps),
+                filename=case.filename)
     assert ".entry" in k.ptx and f".target {arch}" in k.ptx
     if find_ptxas() is not None:
         assert k.cubin is not None and len(k.cubin) > 0

@@ -238,7 +238,9 @@ def lower_reduce(ctx: Ctx, op: ReduceOp) -> None:
         strides = row_major_strides(res_shape)
         res_map = ctx.map_of(res_t) if isinstance(res_t, TileType) else None
         warp_d = ctx.warp_part(d.warp_stride, d.wpc)
-        slot = ctx.b.and_(warp_d, ir.Constant(I32, dw - 1))
+        # (replicas share a slot; 12 warps give the accumulator 3 or 12 warps along an axis)
+        pow2 = dw & (dw - 1) == 0
+        slot = ctx.b.and_(warp_d, ir.Constant(I32, dw - 1)) if pow2 else ctx.b.urem(warp_d, ir.Constant(I32, dw))
         slot_base = ctx.b.mul(slot, ir.Constant(I32, numel))
         ctx.barrier()
 
@@ -251,7 +253,7 @@ def lower_reduce(ctx: Ctx, op: ReduceOp) -> None:
             _store_shared(ctx, base, elem, ctx.b.add(slot_base, index(k)), v)
         ctx.barrier()
         out = {}
-        if not res_shape:
+        if not res_shape and pow2:
             # a scalar result (every lane wants the same value): lane l reads warp (l mod dw)'s
             # partial and a butterfly over dw lanes combines them, so every lane ends with the
             # same value (the butterfly is symmetric) from one load and 2 log2(dw) instructions,
