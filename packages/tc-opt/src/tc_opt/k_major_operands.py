@@ -90,6 +90,12 @@ def k_major_order(index: int, perm: tuple[int, ...] | None) -> tuple[int, int]:
     return k, 1 - k
 
 
+def _spread_warps(num_warps: int) -> int:
+    """The warps a copy layout spreads over the tile: the largest power of two in `num_warps`
+    (8 of 12; the other 4 hold copies), so that its blocks divide tile dimensions of powers of two."""
+    return 1 << (num_warps.bit_length() - 1)
+
+
 def transposing_copy_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: int) -> Blocked:
     """The layout of a rank-2 tile copied element by element into a K-major buffer: 16 lanes along
     `fast` (the global-contiguous dimension) by 2 along `kdim`, warps along K first."""
@@ -97,9 +103,10 @@ def transposing_copy_layout(shape: tuple[int, ...], fast: int, kdim: int, num_wa
     tpw = [1, 1]
     tpw[fast] = min(LANES_ALONG_ROW, shape[fast])
     tpw[kdim] = 32 // tpw[fast]
+    warps = _spread_warps(num_warps)
     wpc = [1, 1]
-    wpc[kdim] = max(1, min(num_warps, shape[kdim] // tpw[kdim]))
-    wpc[fast] = num_warps // wpc[kdim]
+    wpc[kdim] = max(1, min(warps, shape[kdim] // tpw[kdim]))
+    wpc[fast] = warps // wpc[kdim]
     return Blocked(spt, tpw, wpc, (fast, kdim))
 
 
@@ -118,9 +125,10 @@ def restaging_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: in
     spt[kdim] = RESTAGE_RUN
     tpw = [1, 1]
     tpw[fast] = 32
+    warps = _spread_warps(num_warps)
     wpc = [1, 1]
-    wpc[kdim] = max(1, min(num_warps, shape[kdim] // RESTAGE_RUN))
-    wpc[fast] = num_warps // wpc[kdim]
+    wpc[kdim] = max(1, min(warps, shape[kdim] // RESTAGE_RUN))
+    wpc[fast] = warps // wpc[kdim]
     return Blocked(spt, tpw, wpc, (kdim, fast))
 
 
