@@ -20,7 +20,8 @@ from .layout_math import DimMap, ThreadMap, UncoveredDimension, thread_map
 from .llvm_types import I1, I32, SHARED_PTR, llvm_type
 
 
-def _power_of_two(n: int) -> bool:
+def is_power_of_two(n: int) -> bool:
+    """Whether a positive count is a power of two (shifts and masks serve it)."""
     return n > 0 and n & (n - 1) == 0
 
 
@@ -201,9 +202,9 @@ class Ctx:
             else:
                 e = self.eb
                 v = self.warp if stride == 1 else (
-                    e.lshr(self.warp, ir.Constant(I32, stride.bit_length() - 1)) if _power_of_two(stride)
+                    e.lshr(self.warp, ir.Constant(I32, stride.bit_length() - 1)) if is_power_of_two(stride)
                     else e.udiv(self.warp, ir.Constant(I32, stride)))
-                self._bases[key] = e.and_(v, ir.Constant(I32, count - 1)) if _power_of_two(count) \
+                self._bases[key] = e.and_(v, ir.Constant(I32, count - 1)) if is_power_of_two(count) \
                     else e.urem(v, ir.Constant(I32, count))
         return self._bases[key]
 

@@ -20,7 +20,7 @@ from tc_opt.shared_alloc import (
     trans_exchange_strides,
 )
 
-from .context import Ctx, SharedTile, TileVal, lowering_error
+from .context import Ctx, SharedTile, TileVal, is_power_of_two, lowering_error
 from .layout_math import DimMap, ThreadMap, row_major_strides
 from .llvm_types import F32, I8, I32, bits_of, llvm_type, memory_type
 from .lower_elementwise import combine
@@ -239,7 +239,7 @@ def lower_reduce(ctx: Ctx, op: ReduceOp) -> None:
         res_map = ctx.map_of(res_t) if isinstance(res_t, TileType) else None
         warp_d = ctx.warp_part(d.warp_stride, d.wpc)
         # (replicas share a slot; 12 warps give the accumulator 3 or 12 warps along an axis)
-        pow2 = dw & (dw - 1) == 0
+        pow2 = is_power_of_two(dw)
         slot = ctx.b.and_(warp_d, ir.Constant(I32, dw - 1)) if pow2 else ctx.b.urem(warp_d, ir.Constant(I32, dw))
         slot_base = ctx.b.mul(slot, ir.Constant(I32, numel))
         ctx.barrier()

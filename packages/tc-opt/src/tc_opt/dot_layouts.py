@@ -54,11 +54,8 @@ def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int]:
     instruction shape allows (fewer operand loads per mma), M first on ties. A factor 3 of
     `num_warps` (12 warps) goes first, to M where it divides the 16-row blocks, else to N."""
     wm, wn = 1, 1
-    if num_warps % 3 == 0:
-        if m % 48 == 0 or n % 24:
-            wm = 3
-        else:
-            wn = 3
+    if num_warps % 3 == 0:  # (N takes it only where M cannot and N can)
+        wm, wn = (1, 3) if m % 48 and n % 24 == 0 else (3, 1)
     while wm * wn < num_warps:
         rows = m // (16 * wm)  # instruction blocks per warp along M
         cols = n // (8 * wn)
