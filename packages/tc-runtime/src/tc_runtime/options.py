@@ -168,11 +168,16 @@ def check_name_and_filename(name: object, filename: object) -> None:
                         f"{type(filename).__name__} {filename!r}")
 
 
+#: The warps a program may have: powers of two, and 12 (three warpgroups). tc_opt.options'
+#: NUM_WARPS says the same to the compiler (this package does not depend on it).
+NUM_WARPS = (1, 2, 4, 8, 12, 16, 32)
+
+
 def check_num_warps(n: object) -> int:
     """`n` when it is a number of warps a program may have (a ValueError names the choices)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n not in (1, 2, 4, 8, 12, 16, 32):
-        raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 12, 16, 32 (at most 1024 threads per "
-                         f"block; 12: three warpgroups), got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n not in NUM_WARPS:
+        raise ValueError(f"num_warps must be one of {', '.join(map(str, NUM_WARPS))} (at most 1024 threads "
+                         f"per block; 12: three warpgroups), got {n!r}")
     return n
 
 
