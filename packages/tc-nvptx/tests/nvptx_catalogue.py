@@ -606,6 +606,25 @@ def _dot_tile(bm: int, integer: bool) -> Callable[[np.random.Generator, str], La
     return make
 
 
+#: A tensor-core tile of 12 warps added atomically: its blocked layout spreads over 8 warps (in
+#: powers of two) and the other 4 hold copies that must not add theirs too.
+ATOMIC_TILE = """
+__global__ void k(half* A, half* B, float* R, float* T) {
+  int rm[192] = 0 ... 192;
+  int rk[32] = 0 ... 32;
+  int rn[64] = 0 ... 64;
+  float s[192, 64] = *(A + rm[:, newaxis] * 32 + rk[newaxis, :]) @ *(B + rk[:, newaxis] * 64 + rn[newaxis, :]);
+  *(R + rm) = s[:, +];
+  atomic_add(T + rm[:, newaxis] * 64 + rn[newaxis, :], s);
+}
+"""
+
+
+def _atomic_tile(rng: np.random.Generator, scale: str) -> Launch:
+    a, b = _rand(rng, (192, 32), np.float16), _rand(rng, (32, 64), np.float16)
+    return Launch([a, b, np.zeros(192, np.float32), np.zeros((192, 64), np.float32)], (1,), (2, 3), False)
+
+
 #: Constructs the robustness sweep of 2026-11-26 fixed: a [1, 128] tile reduced to its one
 #: element (no shared-memory exchange), a float compare-and-swap loop (atom.cas on the bits), and
 #: assignments inside `&&` and `?:` operands that outlive them.
@@ -697,6 +716,7 @@ def suite_cases() -> list[Case]:
         # column sums cross 12 warps (3 on mma.sync) through shared memory
         Case("dot_tile[half,BM=192,12 warps]", DOT_TILE, {"TYPE": "half", "ACC": "float", "BM": 192, "NORMALIZE": 1},
              _dot_tile(192, False), num_warps=12),
+        Case("atomic_tile[12 warps]", ATOMIC_TILE, {}, _atomic_tile, num_warps=12),
     ]
 
 

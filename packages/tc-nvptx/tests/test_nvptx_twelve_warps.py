@@ -10,7 +10,8 @@ import re
 
 import pytest
 import tc_nvptx
-from tc_nvptx.layout_math import thread_map
+from tc_ir.layouts import Blocked, DotOperand, Mma
+from tc_nvptx.layout_math import layout_warps, thread_map
 from tc_opt import CompileOptions
 from tc_opt.k_major_operands import restaging_layout, transposing_copy_layout
 
@@ -56,3 +57,47 @@ def test_copy_layouts_of_twelve_warps_cover_their_tiles(shape: tuple[int, int], 
         assert thread_map(shape, lay).per_thread * 32 * 8 == shape[0] * shape[1]
         four = build(shape, fast, kdim, 4)
         assert four.warps_per_cta[0] * four.warps_per_cta[1] == 4  # (powers of two as before)
+
+
+ROW_SUMS = """
+__global__ void sums(float* R, float* T, half* A, half* B) {
+    int m[192] = 0 ... 192;
+    int n[64] = 0 ... 64;
+    int k[32] = 0 ... 32;
+    float c[192, 64] = *(A + m[:, newaxis] * 32 + k[newaxis, :]) @ *(B + k[:, newaxis] * 64 + n[newaxis, :]);
+    *(R + m) = c[:, +];
+    atomic_add(T + m[:, newaxis] * 64 + n[newaxis, :], c);
+}
+"""
+
+
+def _twelve_warp_llvm(source: str, arch: str) -> str:
+    ck = tc_nvptx.compile(source, options=CompileOptions(arch=arch, num_warps=12), assemble_cubin=False)
+    return ck.asm["llvm"]
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_a_tile_of_192_covered_twice_takes_its_element_by_remainder(arch: str) -> None:
+    # 384 threads over the 192 row sums: thread t holds element t % 192 (t & 191 would leave
+    # rows 64-127 unwritten, as the GPU showed at fc4c115)
+    ll = _twelve_warp_llvm(ROW_SUMS, arch)
+    assert re.search(r"urem i32 %\"[.\w]+\", 192\n", ll)
+    assert not re.search(r"and i32 %\"[.\w]+\", 191\n", ll)
+
+
+def test_warps_a_layout_does_not_spread_over_do_not_repeat_atomics() -> None:
+    # the [192, 64] tile added atomically is spread over 8 warps (in powers of two); warps 8-11
+    # hold copies of warps 0-3 and must not add them a second time
+    ll = _twelve_warp_llvm(ROW_SUMS, "sm_90a")
+    below = re.search(r'(%"[.\w]+") = icmp ult i32 %"warp", 8\n', ll)
+    assert below is not None
+    owner = re.search(rf'(%"[.\w]+") = and i1 1, {re.escape(below.group(1))}\n', ll)
+    assert owner is not None
+    atomics = ll.count("atomicrmw fadd")
+    assert atomics == 192 * 64 // (32 * 8)
+    assert ll.count(f"br i1 {owner.group(1)}, label %\"atomic") == atomics
+
+
+def test_layouts_tell_their_warps_apart() -> None:
+    assert layout_warps(Blocked([1, 4], [2, 16], [8, 1], [1, 0])) == 8
+    assert layout_warps(DotOperand(Mma(3, [12, 1], [64, 64, 16]), 0, 2)) == 12

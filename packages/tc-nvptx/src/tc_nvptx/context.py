@@ -16,7 +16,7 @@ from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import note_stage
 from tc_opt.shared_alloc import Allocation
 
-from .layout_math import DimMap, ThreadMap, UncoveredDimension, thread_map
+from .layout_math import DimMap, ThreadMap, UncoveredDimension, layout_warps, thread_map
 from .llvm_types import I1, I32, SHARED_PTR, llvm_type
 
 
@@ -208,6 +208,13 @@ class Ctx:
                     else e.urem(v, ir.Constant(I32, count))
         return self._bases[key]
 
+    def modulo(self, v: ir.Value, n: int, builder: ir.IRBuilder | None = None) -> ir.Value:
+        """v % n for an unsigned v (built by `builder`, the entry block's by default): a mask
+        where n is a power of two, a remainder otherwise (the threads of 12 warps cover a tile
+        dimension of 192 twice)."""
+        e = builder or self.eb
+        return e.and_(v, ir.Constant(I32, n - 1)) if is_power_of_two(n) else e.urem(v, ir.Constant(I32, n))
+
     def base(self, d: DimMap) -> ir.Value:
         """The thread's first coordinate along a dimension (offsets are added to it)."""
         if d.mode in ("one", "all"):
@@ -227,7 +234,7 @@ class Ctx:
                     t = e.add(e.mul(w, ir.Constant(I32, d.tpw)), t)
                 v = e.mul(t, ir.Constant(I32, d.spt)) if d.spt > 1 else t
             if d.mode == "wrap":
-                v = e.and_(v, ir.Constant(I32, d.size - 1))
+                v = self.modulo(v, d.size)
             self._bases[key] = v
         return self._bases[key]
 
@@ -275,6 +282,9 @@ class Ctx:
                 zero(self.lane_part(r.lane_stride, r.tpw))
             if r.wpc > 1:
                 zero(self.warp_part(r.warp_stride, r.wpc))
+        spread = layout_warps(m.root)
+        if spread < self.num_warps:  # (12 warps in a layout of 8: warps 8-11 repeat warps 0-3)
+            cond = e.and_(cond, e.icmp_unsigned("<", self.warp, ir.Constant(I32, spread)))
         self._bases[key] = cond
         return cond
 

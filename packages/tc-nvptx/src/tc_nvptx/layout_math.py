@@ -87,6 +87,17 @@ class ThreadMap:
         return n
 
 
+def layout_warps(root: Layout) -> int:
+    """How many warps a root layout (Blocked, Mma or DotOperand) tells apart: fewer than the
+    program's when 12 warps are spread in powers of two (the others repeat the first ones)."""
+    lay = root.parent if isinstance(root, DotOperand) else root
+    if isinstance(lay, Blocked):
+        return lay.num_warps
+    if isinstance(lay, Mma):
+        return lay.warps_per_cta[0] * lay.warps_per_cta[1]
+    raise LayoutError(f"not a root layout: {root}")
+
+
 class LayoutError(ValueError):
     """A layout the code generator cannot distribute (a compiler bug, not a user error)."""
 

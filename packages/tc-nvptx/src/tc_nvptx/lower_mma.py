@@ -67,7 +67,7 @@ def load_operand(ctx: Ctx, view: SharedView, t: TileType) -> TileVal:
     if count > 1:
         wb = b.mul(ctx.warp_part(stride, count), ir.Constant(I32, step))
         if di.mode == "wrap":
-            wb = b.and_(wb, ir.Constant(I32, di.size - 1))
+            wb = ctx.modulo(wb, di.size, b)
     i_groups = sorted(set(di.offsets))
     k_groups = list(range(0, t.shape[kdim], 8))
     if lay.operand_index == 0:  # per 16x16 block: (i, k), (i+8, k), (i, k+8), (i+8, k+8)
