@@ -64,6 +64,6 @@ def test_gpu_matches_interpreter(case: cat.Case, scale: str) -> None:
         if launch.exact or want.dtype.kind in "iub":
             np.testing.assert_array_equal(got, want, err_msg=f"{case.name} output {i} ({scale})")
         else:
-            rtol, atol = launch.tolerance or _tolerance(want.dtype, case)
+            rtol, atol = launch.tolerance_of(i) or _tolerance(want.dtype, case)
             np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
                                        err_msg=f"{case.name} output {i} ({scale})")

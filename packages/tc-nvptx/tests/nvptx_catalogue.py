@@ -29,14 +29,21 @@ class Launch:
     of the arrays to compare afterwards, and whether they must match bit for bit (integer arrays
     always do). `view(i, array)`, when given, maps output i (the GPU's and the interpreter's
     alike) to what is compared: a slice, bf16 bits as float32 values, ...; `tolerance` (rtol,
-    atol) replaces the dtype's default for inexact comparisons."""
+    atol) replaces the dtype's default for inexact comparisons, of every output or (a mapping)
+    of the outputs it names."""
 
     args: list[Arg]
     grid: tuple[int, ...]
     outputs: tuple[int, ...]
     exact: bool
     view: Callable[[int, Array], Array] | None = None
-    tolerance: tuple[float, float] | None = None
+    tolerance: tuple[float, float] | dict[int, tuple[float, float]] | None = None
+
+    def tolerance_of(self, output: int) -> tuple[float, float] | None:
+        """The (rtol, atol) that replaces the default for `output`, if any."""
+        if isinstance(self.tolerance, dict):
+            return self.tolerance.get(output)
+        return self.tolerance
 
 
 @attrs.frozen
@@ -601,7 +608,10 @@ def _dot_tile(bm: int, integer: bool) -> Callable[[np.random.Generator, str], La
         acc = np.int32 if integer else np.float32
         outs: list[Arg] = [np.zeros((64, bm), acc), np.zeros(bm, acc), np.zeros(64, acc),
                            np.zeros((bm, 64), np.float16)]
-        return Launch([a, b, *outs], (1,), (2, 3, 4) if integer else (2, 3, 4, 5), integer)
+        # the column sums add 192 products of about 5 in magnitude in another order than the
+        # interpreter: fp32 rounding alone moves a sum near 0 by up to eps * 1000, about 1e-4
+        sums = {4: (1e-4, 2e-4)} if bm > 64 else None
+        return Launch([a, b, *outs], (1,), (2, 3, 4) if integer else (2, 3, 4, 5), integer, tolerance=sums)
 
     return make
 
