@@ -732,6 +732,32 @@ def test_leading_dimensions_not_multiples_of_8_run_on_padded_copies_on_the_gpu(t
         assert any(spec[6] == spec[7] == code for spec in specs), (pad, specs)  # (lda, ldb)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_the_fast_path_pads_rows_not_multiples_of_8_on_the_gpu(ta: bool, tb: bool, monkeypatch: Any) -> None:
+    # once a kernel is chosen, tc_torch.matmul of operands whose rows need padding copies them
+    # and launches without matmul_out's checks (they cost the host as much as the kernel of a
+    # 2100^3 product)
+    torch.manual_seed(0)
+    dtype = torch.float16
+    m, n, k = 300, 4100, 1001
+    a = torch.randn(k, m, dtype=dtype, device="cuda").t() if ta else torch.randn(m, k, dtype=dtype, device="cuda")
+    b = torch.randn(n, k, dtype=dtype, device="cuda").t() if tb else torch.randn(k, n, dtype=dtype, device="cuda")
+    kern = mm.kernel_for(dtype, ta, tb, a.device, [mm._cfg(128, 128, 64, 4, 4)])
+    monkeypatch.setitem(mm._KERNELS, (dtype, ta, tb, a.device.index, "ieee"), kern)
+    monkeypatch.setattr(mm, "matmul_out", None)  # (the general path would fail)
+    got = mm._fast_mm(a, b, "ieee")
+    assert got is not None
+    ref = a.float() @ b.float()
+    assert float((got.float() - ref).abs().max()) <= 0.5 + 2e-2 * float(ref.abs().max())
+    assert a.stride() == ((1, m) if ta else (k, 1))  # (the operands themselves are left as they are)
+    from tc_runtime.signature import DIV16
+
+    specs = [spec for (_, spec) in kern._compiled]
+    assert specs and all(spec[6] == spec[7] == DIV16 for spec in specs), specs  # (lda, ldb: rows of 64)
+
+
 #: Persistent configurations in clusters of 2 that multicast the tiles two programs share
 #: (CompileOptions.cluster_multicast), with and without the bulk store, the overlapped epilogue
 #: and a producer warpgroup.
