@@ -238,6 +238,27 @@ def test_padded_copy_keeps_the_layout_in_rows_of_64(transposed: bool) -> None:
     assert mm._padded(aligned, False, 64)[0] is aligned  # (16-byte rows: no copy)
 
 
+@pytest.mark.parametrize("dtype, cols, ld, wide", [
+    (torch.float16, 24, 24, torch.complex128),   # rows of 48 bytes, 16 apart: 16 bytes a piece
+    (torch.bfloat16, 20, 20, torch.int64),       # rows 8 bytes apart
+    (torch.float16, 26, 30, torch.int32),        # 4
+    (torch.float32, 6, 10, torch.int64),
+    (torch.float16, 29, 29, None),               # odd: one element at a time
+])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_padded_copy_moves_the_widest_pieces_its_rows_allow_bit_for_bit(
+        dtype: torch.dtype, cols: int, ld: int, wide: torch.dtype | None, transposed: bool) -> None:
+    bits = {2: torch.int16, 4: torch.int32}[dtype.itemsize]
+    rows = 7
+    raw = torch.randint(-2 ** 15, 2 ** 15, (2 * rows * ld,), dtype=torch.int32).to(bits)
+    mat = raw.view(dtype).as_strided((2, rows, cols), (rows * ld, ld, 1))  # NaN payloads included
+    x = mat.transpose(1, 2) if transposed else mat
+    assert mm._wide_dtype(mat) == wide
+    y, padded_ld = mm._padded(x, transposed, ld)
+    assert padded_ld == 64 and torch.equal(y.view(bits), x.view(bits) if not transposed else
+                                           x.transpose(1, 2).view(bits).transpose(1, 2))
+
+
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 def test_matmul_on_padded_copies_equals_the_product(ta: bool, tb: bool, monkeypatch: pytest.MonkeyPatch) -> None:
