@@ -259,6 +259,28 @@ def test_ptxas_accepts_the_clusters(store: bool, overlap: bool) -> None:
     assert not re.search(r"C751[0-6]|C7518|C752\d", k.asm["ptxas"]), k.asm["ptxas"]
 
 
+def test_clusters_pair_programs_one_by_one() -> None:
+    """Each program asks whether the other CTA runs its partner (program ^ 1 < count), in the
+    producer's and in the consumers' loop over the programs: an odd count leaves only its last
+    program unshared (a test of the count's parity left whole grids unshared: 4104^3 has 33 x 17
+    tiles of 128x256)."""
+    ir = _multicast().asm["ir-gpu"]
+    checks = """
+CHECK: tc.warp_specialize
+CHECK: tc.for %{{[0-9]+}}, %[[COUNT:[0-9]+]], %{{[0-9]+}}
+CHECK-NEXT: ^(%program: i32
+CHECK-NEXT: %[[ONE:[0-9]+]] = tc.constant {value = 1} : i32
+CHECK-NEXT: %[[OTHER:[0-9]+]] = tc.binary %program, %[[ONE]] {kind = "xor"} : i32
+CHECK-NEXT: tc.cmp %[[OTHER]], %[[COUNT]] {predicate = "slt"} : i1
+CHECK: tc.for %{{[0-9]+}}, %[[COUNT]], %{{[0-9]+}}
+CHECK-NEXT: ^(%program_1: i32
+CHECK-NEXT: %[[ONE1:[0-9]+]] = tc.constant {value = 1} : i32
+CHECK-NEXT: %[[OTHER1:[0-9]+]] = tc.binary %program_1, %[[ONE1]] {kind = "xor"} : i32
+CHECK-NEXT: tc.cmp %[[OTHER1]], %[[COUNT]] {predicate = "slt"} : i1
+"""
+    filecheck(ir, checks)
+
+
 def test_tiles_of_one_panel_are_shared_by_rows_through_maps_of_half_the_rows() -> None:
     """Where no operand has an even number of panels (128x64 tiles of fp16: A and B one 64-column
     panel each), the rows are split: each copy that may be shared gets a second tensor map whose

@@ -44,9 +44,10 @@ grouped order) each CTA copies half of the tile, half `rank` of its panels or el
 traffic from L2. So that a producer never writes into the other CTA's slot before its consumers
 are done with it, every consumer warp arrives on the `empty` barriers of both CTAs (count 2 x
 num_warps; where only wgmma reads the slots, one warp of each warpgroup arrives on each CTA's
-instead: 2 x num_warps / 4). Where the grid has an odd number of programs (`paired` false: one
-CTA of a cluster runs one program more) nothing is shared and the arrivals meant for the other
-CTA go to this one's barrier. The loop's bounds must not depend on the program (both CTAs run
+instead: 2 x num_warps / 4). The last program of an odd count has no partner (`paired` false
+in it, per program: its CTA runs one program more than the other): it shares nothing, and the
+arrivals meant for the other CTA go to this one's barrier. (Deciding that for the whole grid
+left every odd grid unshared: 4104^3 has 33 x 17 tiles of 128x256.) The loop's bounds must not depend on the program (both CTAs run
 the same iterations). A cluster barrier follows the
 barriers' initialization (before any remote arrive or copy) and precedes their invalidation (no
 remote arrive is still to come).
@@ -264,6 +265,12 @@ def multicast_plans(plans: list[TmaPlan]) -> list[TmaPlan]:
     return by_panels or [p for p in plans if p.multicast_split == "rows"]
 
 
+def _has_partner(e: _Emitter, program: Value, count: Value) -> Value:
+    """Whether the other CTA of the cluster runs program `program` ^ 1 beside this one: always
+    but for the last program of an odd count (its CTA runs one program more than the other)."""
+    return e.cmp("slt", e.binary("xor", program, e.const(I32, 1)), count)
+
+
 def _shared_flags(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
                   user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value],
                   paired: Value, starts: list[tuple[Value, Value]], outers: list[list[Value]]) -> list[Value | None]:
@@ -330,11 +337,10 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         assert outer.ops[prefix_at] is ws
         top.index = prefix_at
         cta, ctas, dims, count = grid_of(top)
-        # (clusters: both CTAs of every cluster run as many programs, the grid's count even)
-        paired = top.cmp("eq", top.binary("and", count, top.const(I32, 1)), top.const(I32, 0)) if cluster else None
         ws_at = outer.ops.index(ws)
         # producer: per program, the slice of the prefix its copies need, then its copies
         ptile, pe = tile_loop(prod, cta, count, ctas, 2, loop.loc)
+        paired = _has_partner(pe, ptile.body.args[0], count) if cluster else None
         sliced = _producer_slice(prefix, _producer_needs(loop, plans))
         assert sliced is not None
         mapping, starts, outers = _program_copies(pe, f, plans, sliced, user_ids, ptile.body.args[0], dims)
@@ -346,6 +352,7 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         pe.add(YieldOp.create(copies.results[:2], []))
         # consumer: per program, the prefix, the loop and the epilogue
         ctile, ce = tile_loop(cons, cta, count, ctas, 2, loop.loc)
+        paired = _has_partner(ce, ctile.body.args[0], count) if cluster else None
         ids = program_ids(ce, ctile.body.args[0], dims)
         tile_body = ctile.body
         move_into(tile_body, [op for op in outer.ops[ws_at + 1:] if op is not outer.terminator], user_ids, ids, dims)
