@@ -596,9 +596,11 @@ def _assert_compiled_for_wgmma(configs: list[Any]) -> None:
         options = CompileOptions(arch="sm_90a", num_warps=c.num_warps, num_stages=c.num_stages,
                                  specialization=("divisible_by_16",) * 12,
                                  persistent=bool(flags.get("persistent")), tma_store=bool(flags.get("tma_store")),
-                                 warp_specialize=bool(flags.get("warp_specialize")))
+                                 warp_specialize=bool(flags.get("warp_specialize")),
+                                 cluster_multicast=bool(flags.get("cluster_multicast")))
         ck = tc_nvptx.compile(source("matmul"), defines=defines, options=options)
         assert f"wgmma.mma_async.sync.aligned.m64n{c.defines['NB']}k16.f32.f16.f16" in ck.ptx
+        assert ck.cluster == (2 if flags.get("cluster_multicast") else 1)  # (192x192: B multicast)
         assert "cp.async.bulk.tensor" in ck.ptx and "ld.global" not in ck.ptx
         if shutil.which("ptxas"):
             assert ck.spills == 0
@@ -784,6 +786,7 @@ def test_the_fast_path_pads_rows_not_multiples_of_8_on_the_gpu(ta: bool, tb: boo
 #: and a producer warpgroup.
 MULTICAST_CONFIGS = {
     torch.float16: [mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
+                    mm._cfg(192, 192, 64, 12, 3, **mm.PERSISTENT, cluster_multicast=True),
                     mm._cfg(128, 256, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
                     mm._cfg(128, 128, 64, 4, 4, persistent=True, cluster_multicast=True)],
     torch.float32: [mm._cfg(128, 256, 32, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
@@ -796,8 +799,9 @@ MULTICAST_CONFIGS = {
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_cluster_multicast_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) -> None:
-    # grids of an even number of programs (the clusters' CTAs share B), of an odd number (nothing
-    # shared: one CTA runs a program more), with a last group of 3 rows of tiles (pairs of
+    # grids of an even number of programs (the clusters' CTAs share B), of an odd number (the
+    # last program alone: its CTA runs a program more; 2056 x 2056 is 153 tiles of 128x256 and
+    # 121 of 192x192, more than the CTAs), with a last group of 3 rows of tiles (pairs of
     # programs in different columns: B not shared), batches whose pairs straddle two matrices
     # (B shared only where broadcast), K of one k-step and K = 0
     from tc_opt.resources import ResourceLimitError
@@ -813,7 +817,7 @@ def test_cluster_multicast_on_the_gpu(ta: bool, tb: bool, dtype: torch.dtype) ->
 
     cases = [(2, 1000, 777, 3000, False), (1, 129, 4100, 520, False), (1, 384, 256, 64, False),
              (1, 1400, 1024, 256, False), (2, 384, 256, 64, False), (2, 384, 256, 64, True),
-             (1, 96, 160, 0, False)]
+             (1, 96, 160, 0, False), (1, 2056, 2056, 192, False)]
     checked = 0
     for z, m, n, k, broadcast in cases:
         a, b = batch(z, m, k, ta), batch(z, k, n, tb, broadcast)

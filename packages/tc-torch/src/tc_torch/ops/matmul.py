@@ -102,6 +102,12 @@ TENSOR_CORE_CONFIGS = [
     # against 371, 3000^3 448 against 436; slower at 4096^3 (624 against 698), 2304^3 and 4104^3.
     # Before sm_90 they run on mma.sync with 56 bytes of spills (the tuner times them there too).
     _cfg(192, 192, 64, 12, 4), _cfg(192, 192, 64, 12, 3, **PERSISTENT),
+    # the same in clusters of 2 that multicast B: where rows 16 bytes but not 32 apart (4104,
+    # 3000, 2056 halves) cut L2's sectors, halving B's reads from L2 pays most. H100,
+    # 2026-11-27, TFLOPS forced (tools/bench_matmul_shapes.py) against 128x256x64/8/4
+    # persistent overlapped with multicast and torch: 4104^3 550 against 504 (torch 644), 2056^3
+    # 435 against 339 (550), 3000^3 536 against 520 (633)
+    _cfg(192, 192, 64, 12, 3, **PERSISTENT, cluster_multicast=True),
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
