@@ -217,6 +217,27 @@ def _cases() -> list[tuple[str, Callable[[], tuple[Callable[[], object], list[to
         a, b = _r(30, 20)[3:4], _r(20, 9)[:, :7]  # one row; a row stride of 9
         return lambda: tc_torch.matmul(a, b), [a, b]
 
+    def matmul_batched(kind: str) -> Any:
+        def make() -> Any:  # 3-D batches: each of the broadcasts _mm allows, strided matrices
+            b3 = _r(3, 50, 40).transpose(1, 2)  # (3, 40, 50), each matrix column-major
+            a, b = {"both": (_r(3, 24, 40), b3), "b 2-D": (_r(3, 24, 40), _r(40, 50)),
+                    "a 2-D": (_r(24, 40), b3), "a batch of 1": (_r(1, 24, 40), b3),
+                    "a expanded": (_r(24, 40).expand(3, 24, 40), b3),
+                    "half": (_r(3, 24, 40, dtype=torch.float16), b3.half())}[kind]
+            return lambda: tc_torch.matmul(a, b), [a, b]
+        return make
+
+    def matmul_padded(transposed: bool) -> Any:
+        def make() -> Any:  # rows of 740 halves (not 16-byte aligned), a product of 8.1e8 FLOPs:
+            # both operands copied into rows of 768 (new pointers) in both paths
+            a = _r(740, 740, dtype=torch.float16)
+            b = _r(740, 740, dtype=torch.float16)
+            if transposed:
+                a = a.t()
+            assert mm.pads(740, 740, 740, (740, 740), itemsize=2) == (True, True)
+            return lambda: tc_torch.matmul(a, b), [a, b]
+        return make
+
     return [("add", add), ("softmax 3-D", softmax_3d), ("softmax one row", softmax_one_row),
             ("softmax_backward", softmax_backward), ("layer_norm w b", layer_norm_wb),
             ("layer_norm parameters no_grad", layer_norm_parameters_no_grad),
@@ -231,7 +252,10 @@ def _cases() -> list[tuple[str, Callable[[], tuple[Callable[[], object], list[to
             ("matmul b^T", matmul(False, True)), ("matmul a^T b^T", matmul(True, True)),
             ("matmul a^T, a copied first", matmul_copied_first("a")),
             ("matmul a^T, b copied first", matmul_copied_first("b")),
-            ("matmul row slice", matmul_row_slice)]
+            ("matmul row slice", matmul_row_slice),
+            *((f"matmul batched, {kind}", matmul_batched(kind))
+              for kind in ("both", "b 2-D", "a 2-D", "a batch of 1", "a expanded", "half")),
+            ("matmul padded", matmul_padded(False)), ("matmul padded a^T", matmul_padded(True))]
 
 
 CASES = _cases()
@@ -269,6 +293,8 @@ def test_fast_paths_keep_the_general_errors(gpu: FakeGpu) -> None:
     x, w, t = _r(4, 16), _r(16), torch.randint(0, 16, (4,))
     tc_torch.softmax(x), tc_torch.add(x, x), tc_torch.layer_norm(x, 16, w, w)
     tc_torch.cross_entropy(x, t), tc_torch.transpose(x), tc_torch.matmul(x, x.t())
+    x3 = x.reshape(2, 2, 16)
+    tc_torch.matmul(x3, x3.transpose(1, 2))  # (a batched product's fast path warm too)
     launches = len(gpu.launches)
     with pytest.raises(ValueError, match="last dimension only"):
         tc_torch.softmax(x, dim=0)
@@ -302,6 +328,12 @@ def test_fast_paths_keep_the_general_errors(gpu: FakeGpu) -> None:
         tc_torch.transpose(x[None])
     with pytest.raises(ValueError, match="incompatible dimensions"):
         tc_torch.matmul(x, x[:8].contiguous())
+    with pytest.raises(ValueError, match="batch sizes 2 and 3 do not broadcast"):
+        tc_torch.matmul(x3, torch.randn(3, 16, 2))
+    with pytest.raises(ValueError, match="incompatible dimensions"):
+        tc_torch.matmul(x3, x3)
+    with pytest.raises(ValueError, match="2-D matrices or 3-D batches"):
+        tc_torch.matmul(x3[None], x3.transpose(1, 2)[None])
     with pytest.raises(ValueError, match="precision must be"):
         tc_torch.matmul(x, x, precision="fast")
     with pytest.raises(ValueError, match="precision='tf32' applies to float32"):

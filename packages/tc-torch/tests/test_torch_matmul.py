@@ -783,6 +783,28 @@ def test_the_fast_path_pads_rows_not_multiples_of_8_on_the_gpu(ta: bool, tb: boo
     assert new and all(spec[6] == spec[7] == DIV16 for spec in new), new  # (lda, ldb: rows of 64)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("kind", ["both", "b 2-D", "a 2-D", "a batch of 1", "a expanded"])
+def test_batched_products_on_the_fast_path_on_the_gpu(kind: str) -> None:
+    # the second call of each kind takes the fast path (no general checks): the same results
+    torch.manual_seed(0)
+    dtype = torch.float16
+    b3 = torch.randn(3, 70, 40, dtype=dtype, device="cuda").transpose(1, 2)
+    a, b = {"both": (torch.randn(3, 24, 40, dtype=dtype, device="cuda"), b3),
+            "b 2-D": (torch.randn(3, 24, 40, dtype=dtype, device="cuda"), b3[0]),
+            "a 2-D": (torch.randn(24, 40, dtype=dtype, device="cuda"), b3),
+            "a batch of 1": (torch.randn(1, 24, 40, dtype=dtype, device="cuda"), b3),
+            "a expanded": (torch.randn(24, 40, dtype=dtype, device="cuda").expand(3, 24, 40), b3)}[kind]
+    ref = a.float() @ b.float()
+    first = tc_torch.matmul(a, b)
+    assert mm._fast_mm(a, b, "ieee") is not None  # (the kernel is chosen: the fast path runs)
+    second = tc_torch.matmul(a, b)
+    for got in (first, second):
+        assert got.shape == ref.shape and got.is_contiguous()
+        assert float((got.float() - ref).abs().max()) <= 1e-2 * float(ref.abs().max())
+
+
 #: Persistent configurations in clusters of 2 that multicast the tiles two programs share
 #: (CompileOptions.cluster_multicast), with and without the bulk store, the overlapped epilogue
 #: and a producer warpgroup.
