@@ -1,12 +1,14 @@
 """12 warps (three warpgroups; CompileOptions accepts them beside the powers of two): the thread
 maps take a warp's coordinate by division and remainder where a count is not a power of two,
 and the layouts built from num_warps cover their tiles. The GPU results: tc_torch's 192x192
-configurations (tests of tc-torch) and the catalogue's 12-warp dot tile
+configurations (tests of tc-torch) and the catalogue's 12-warp dot and atomic tiles
 (tests/integration/test_integration_gpu_vs_interpreter.py)."""
 
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
 import tc_nvptx
@@ -14,6 +16,9 @@ from tc_ir.layouts import Blocked, DotOperand, Mma
 from tc_nvptx.layout_math import layout_warps, thread_map
 from tc_opt import CompileOptions
 from tc_opt.k_major_operands import restaging_layout, transposing_copy_layout
+
+sys.path.insert(0, str(Path(__file__).parent))
+import nvptx_catalogue as cat  # noqa: E402
 
 DOT = """
 __global__ void dot(float* C, half* A, half* B) {
@@ -59,16 +64,10 @@ def test_copy_layouts_of_twelve_warps_cover_their_tiles(shape: tuple[int, int], 
         assert four.warps_per_cta[0] * four.warps_per_cta[1] == 4  # (powers of two as before)
 
 
-ROW_SUMS = """
-__global__ void sums(float* R, float* T, half* A, half* B) {
-    int m[192] = 0 ... 192;
-    int n[64] = 0 ... 64;
-    int k[32] = 0 ... 32;
-    float c[192, 64] = *(A + m[:, newaxis] * 32 + k[newaxis, :]) @ *(B + k[:, newaxis] * 64 + n[newaxis, :]);
-    *(R + m) = c[:, +];
-    atomic_add(T + m[:, newaxis] * 64 + n[newaxis, :], c);
-}
-"""
+#: Row sums of a 192x64 wgmma accumulator (a tile of 192 over 384 threads) and the accumulator
+#: added atomically (a blocked layout of 8 of the 12 warps): the catalogue's kernel, which the
+#: GPU runs against the interpreter.
+ROW_SUMS = cat.ATOMIC_TILE
 
 
 def _twelve_warp_llvm(source: str, arch: str) -> str:
