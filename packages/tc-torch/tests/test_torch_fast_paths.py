@@ -276,6 +276,17 @@ def test_fast_path_launches_what_the_general_path_launches(
     assert _layout(fast) == _layout(general)
 
 
+def test_batches_of_one_copied_first_take_the_general_path(gpu: FakeGpu) -> None:
+    # tf32 A^T B of 3-D batches of one: matmul_out copies A K-contiguous (a transpose launch);
+    # the fast path leaves such products to it, every call alike
+    a, b = _r(1, 16, 8).transpose(1, 2), _r(1, 16, mm.TRANSPOSE_FIRST_MIN + 6)
+    assert mm._fast_mm(a, b, "tf32") is None
+    results = [tc_torch.matmul(a, b, precision="tf32") for _ in range(2)]
+    kernels = [key[1] for key, _, _ in gpu.launches]  # type: ignore[index]
+    assert kernels == ["transpose", "matmul"] * 2 and gpu.device_checks >= 2
+    assert _layout(results[0]) == _layout(results[1])
+
+
 def test_layer_norm_backward_fast_path_partial_sums(gpu: FakeGpu) -> None:
     # dw's and db's partial sums: one allocation of [2, G, N] in both paths (scratch pointers,
     # which the comparison above only sees as "new")

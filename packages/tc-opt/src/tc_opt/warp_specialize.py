@@ -47,8 +47,8 @@ num_warps; where only wgmma reads the slots, one warp of each warpgroup arrives 
 instead: 2 x num_warps / 4). The last program of an odd count has no partner (`paired` false
 in it, per program: its CTA runs one program more than the other): it shares nothing, and the
 arrivals meant for the other CTA go to this one's barrier. (Deciding that for the whole grid
-left every odd grid unshared: 4104^3 has 33 x 17 tiles of 128x256.) The loop's bounds must not depend on the program (both CTAs run
-the same iterations). A cluster barrier follows the
+left every odd grid unshared: 4104^3 has 33 x 17 tiles of 128x256.) The loop's bounds must not
+depend on the program (both CTAs run the same iterations). A cluster barrier follows the
 barriers' initialization (before any remote arrive or copy) and precedes their invalidation (no
 remote arrive is still to come).
 """

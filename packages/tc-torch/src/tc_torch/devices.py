@@ -108,14 +108,19 @@ def check_tensor(value: object, op: str, name: str) -> torch.Tensor:
     return value
 
 
+def extent(t: torch.Tensor) -> int:
+    """How many elements t spans in memory, from its first to its last."""
+    return 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()) if s > 0)
+
+
 def check_extent(op: str, *tensors: torch.Tensor) -> None:
     """Refuse tensors whose element offsets do not fit the kernels' int arithmetic."""
     for t in tensors:
         if 0 < t.numel() < INT32_LIMIT and t.is_contiguous():
             continue  # (a contiguous tensor spans its numel elements)
-        extent = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()) if s > 0)
-        if extent >= INT32_LIMIT:
-            raise ValueError(f"{op}: a tensor of shape {tuple(t.shape)} spans {extent} elements, "
+        span = extent(t)
+        if span >= INT32_LIMIT:
+            raise ValueError(f"{op}: a tensor of shape {tuple(t.shape)} spans {span} elements, "
                              f"more than the kernels' int offsets allow (2**31 - 1)")
 
 

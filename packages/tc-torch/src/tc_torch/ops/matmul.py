@@ -17,7 +17,7 @@ from torch.autograd.function import once_differentiable
 import tc_runtime as tc
 
 from ..devices import (FLOAT_DTYPES, INT32_LIMIT, acc_type, check_extent, check_tensor, cuda_index,
-                       device_of, launch, on_cuda, tc_type)
+                       device_of, extent, launch, on_cuda, tc_type)
 from ..library import get_kernel
 from . import transpose as transpose_op
 
@@ -517,7 +517,7 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
         za = sa[0] if da == 3 else 1
         zb = sb[0] if db == 3 else 1
         z = za if zb == 1 else zb
-        if za not in (z, 1) or not 0 < z <= 65535 or _extent(a) >= INT32_LIMIT or _extent(b) >= INT32_LIMIT:
+        if za not in (z, 1) or not 0 < z <= 65535 or extent(a) >= INT32_LIMIT or extent(b) >= INT32_LIMIT:
             return None
         saz = int(a.stride(0)) if za > 1 else 0
         sbz = int(b.stride(0)) if zb > 1 else 0
@@ -533,16 +533,14 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     if la is None or lb is None or la[2] >= INT32_LIMIT or lb[2] >= INT32_LIMIT:
         return None
     plan = pick_transpose_first(m, n, k, la[0], lb[0]) if precision == "tf32" else "none"
-    if plan != "none" and z > 1:
-        return None  # (matmul_out copies only a single product's operand K-contiguous)
+    if plan != "none" and (da == 3 or db == 3):
+        return None  # (matmul_out copies a batch of one's operand K-contiguous: the general path)
     lds = (la[1], lb[1]) if plan == "none" else (k, lb[1]) if plan == "a" else (la[1], k)
     pad_a, pad_b = pads(m, n, k, lds, itemsize=a.element_size())
+    kern = _KERNELS.get((dtype, la[0], lb[0], i, precision)) if plan == "none" else None
     if pad_a or pad_b:
-        if plan != "none" or da == 3 or db == 3:
+        if kern is None or da == 3 or db == 3:
             return None  # (matmul_out copies them K-contiguous first, then into padded rows)
-        kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
-        if kern is None:
-            return None
         # copies into padded rows here too: the general path would add its checks to the
         # copies' host time, already more than the kernel's time of a 2100^3 product
         if pad_a:
@@ -564,7 +562,7 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
                 a, la = copy, (False, k, m * k)
             else:
                 b, lb = copy.t(), (True, k, k * n)
-    kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
+        kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
     if kern is None:
         return None
     c = a.new_empty((z, m, n) if da == 3 or db == 3 else (m, n))
@@ -577,19 +575,14 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     return c
 
 
-def _extent(t: torch.Tensor) -> int:
-    """How many elements t spans (check_extent's measure)."""
-    return 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()) if s > 0)
-
-
 def _fast_padded(x: torch.Tensor, layout: tuple[bool, int, int]) -> tuple[torch.Tensor, tuple[bool, int, int]]:
     """A 2-D operand read as `layout` (_operand's) copied into padded rows (_padded), with its
     new layout."""
     transposed, ld, _ = layout
-    y, padded_ld = _padded(x.unsqueeze(0), transposed, ld)
-    rows, cols = x.shape
-    extent = 1 + (rows - 1) * (1 if transposed else padded_ld) + (cols - 1) * (padded_ld if transposed else 1)
-    return y[0], (transposed, padded_ld, extent)
+    y = _padded(x.unsqueeze(0), transposed, ld)[0][0]
+    padded = _operand(x.shape[0], x.shape[1], y.stride())
+    assert padded is not None and padded[0] == transposed  # (rows contiguous, as before)
+    return y, padded
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:
