@@ -19,7 +19,8 @@ Sections (each guarded, so one failure still prints the table):
      sections (`compute-sanitizer tutorial kernels`, `... matmul memcheck`, `synccheck`, `racecheck`)
   8. only when named: `matmul pooled` (tools/bench_matmul_pooled.py: 4096^3 tc_torch.matmul over
      torch pooled over fresh processes, each tuning anew; about 4 minutes) and `matmul ragged`
-     (bench_matmul_backward.py at 4104^3, 4100^3 and 4095^3: leading dimensions not multiples of 16)
+     (bench_matmul_backward.py at 4104^3, 4100^3 and 4095^3: leading dimensions not multiples of 16;
+     then bench_matmul_sweep.py at RAGGED_SQUARES)
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -512,27 +513,34 @@ def backward_products(r: Report, shapes: str, label: str, rounds: int, extra: tu
                      f"tc {row.get('tc', 0):.1f} TFLOPS, {ratios}")
 
 
+#: Squares that are not multiples of 16: rows 8 modulo 16 elements apart (L2 sectors split),
+#: 4 modulo 8 (copied into padded rows) and odd, a wave past a multiple of the tiles and not.
+RAGGED_SQUARES = "2056,2100,2500,3000,3001,4104,4100,5000,7000"
+
+
 def matmul_ragged(r: Report) -> None:
     """tc_torch.matmul at squares whose leading dimensions are 8 mod 16 (4104: 16-byte rows, the
     divisible_by_8 specialization), 4 mod 8 (4100) and odd (4095), float16 and tf32, against torch
-    and against itself without padding the rows that are not 16-byte aligned ('tc unpadded'):
-    what shapes that are not multiples of 16 cost (about 4 minutes: every product tunes anew)."""
+    and against itself without padding the rows that are not 16-byte aligned ('tc unpadded');
+    then fp16 C = A B at RAGGED_SQUARES against cuBLAS and Triton: what shapes that are not
+    multiples of 16 cost (about 6 minutes: every product tunes anew)."""
     backward_products(r, "4104x4104x4104,4100x4100x4100,4095x4095x4095", "bench_matmul_ragged", 3,
                       ("--unpadded", "--dtypes", "float16,tf32"))
+    matmul_sweep(r, RAGGED_SQUARES, 3)
 
 
-def matmul_sweep(r: Report) -> None:
+def matmul_sweep(r: Report, sizes: str = "2048:8192:256", rounds: int = 5) -> None:
     """Issue 9's "at least Triton at every square from 2048 up": tc_torch.matmul against Triton's
-    tutorial matmul and cuBLAS at 2048..8192 step 256 in interleaved rounds
+    tutorial matmul and cuBLAS at `sizes` (2048..8192 step 256) in interleaved rounds
     (tools/bench_matmul_sweep.py)."""
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_matmul_sweep.py")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_matmul_sweep.py"), "--sizes", sizes,
+                           "--rounds", str(rounds)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     r.say((proc.stdout + proc.stderr)[-6000:])
-    r.check("matmul sweep 2048..8192: tc_torch.matmul and Triton equal torch's", proc.returncode == 0,
+    r.check(f"matmul sweep {sizes}: tc_torch.matmul and Triton equal torch's", proc.returncode == 0,
             f"exit {proc.returncode}")
     for line in proc.stdout.splitlines():
         if line.startswith("SUMMARY: "):
-            r.number("matmul fp16 sweep 2048..8192 step 256, interleaved", line.split(": ", 1)[1])
+            r.number(f"matmul fp16 sweep {sizes}, interleaved", line.split(": ", 1)[1])
 
 
 def matmul_pooled(r: Report) -> None:

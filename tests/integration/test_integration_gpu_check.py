@@ -103,6 +103,8 @@ def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
 
     def fake_run(cmd: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
         seen.append(cmd)
+        if cmd[1].endswith("bench_matmul_sweep.py"):
+            return subprocess.CompletedProcess(cmd, 0, "table\nSUMMARY: 9 sizes; tc / Triton min 4.081 at 2100\n", "")
         rows = [{"shape": "4104x4104x4104", "dtype": "float16", "op": "C = A B", "tc": 600.0, "torch": 580.0,
                  "triton": 500.0, "tc_torch_quartiles": [1.01, 1.03, 1.05]},
                 {"shape": "4095x4095x4095", "dtype": "tf32", "op": "dA = dC B^T", "tc": 150.0, "torch": 300.0,
@@ -114,14 +116,20 @@ def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
     monkeypatch.setattr(gpu_check, "OUT", tmp_path)
     report = gpu_check.Report()
     gpu_check.matmul_ragged(report)
-    (cmd,) = seen
+    cmd, sweep = seen
     assert cmd[1].endswith("bench_matmul_backward.py")
     assert cmd[cmd.index("--shapes") + 1] == "4104x4104x4104,4100x4100x4100,4095x4095x4095"
     assert "--unpadded" in cmd and cmd[cmd.index("--dtypes") + 1] == "float16,tf32"
-    assert report.checks[0][1] == "PASS"
+    # then the ragged squares against cuBLAS and Triton, in 3 rounds
+    assert sweep[1].endswith("bench_matmul_sweep.py")
+    assert sweep[sweep.index("--sizes") + 1] == "2056,2100,2500,3000,3001,4104,4100,5000,7000"
+    assert sweep[sweep.index("--rounds") + 1] == "3"
+    assert [c[1] for c in report.checks] == ["PASS", "PASS"]
     assert report.numbers == [
         ("matmul float16 4104x4104x4104 C = A B", "tc 600.0 TFLOPS, x torch 1.03, x triton 1.20 (per round 1.010-1.050)"),
-        ("matmul tf32 4095x4095x4095 dA = dC B^T", "tc 150.0 TFLOPS, x torch 0.50, x tc unpadded 1.50")]
+        ("matmul tf32 4095x4095x4095 dA = dC B^T", "tc 150.0 TFLOPS, x torch 0.50, x tc unpadded 1.50"),
+        ("matmul fp16 sweep 2056,2100,2500,3000,3001,4104,4100,5000,7000, interleaved",
+         "9 sizes; tc / Triton min 4.081 at 2100")]
 
 
 def test_the_sanitizer_runs_in_four_sections_that_compile_the_matmuls_once(
