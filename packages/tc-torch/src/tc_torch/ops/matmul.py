@@ -325,21 +325,22 @@ def pads(m: int, n: int, k: int, lds: tuple[int, int], pad: str = "auto", gpu: b
 
 
 def _padded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
-    """x (Z, R, C) copied, as _layout reads it (row-major, or column-major when `transposed`),
-    into rows of a multiple of PAD_ROWS_TO elements; with the new leading dimension. A leading
-    dimension that is a multiple of PAD_ROWS_TO already is returned as it is."""
+    """x (R, C) or (Z, R, C) copied, as _layout reads it (row-major, or column-major when
+    `transposed`), into rows of a multiple of PAD_ROWS_TO elements; with the new leading
+    dimension. A leading dimension that is a multiple of PAD_ROWS_TO already is returned as it
+    is. (Few torch calls: on an H100's host each costs several microseconds.)"""
     if ld % PAD_ROWS_TO == 0:
         return x, ld
-    mat = x.transpose(1, 2) if transposed else x  # (Z, rows, row length), rows contiguous
-    length = mat.shape[2]
+    mat = x.transpose(-1, -2) if transposed else x  # rows contiguous
+    length = mat.shape[-1]
     padded_ld = -(-max(length, 1) // PAD_ROWS_TO) * PAD_ROWS_TO
-    y = torch.empty((mat.shape[0], mat.shape[1], padded_ld), dtype=x.dtype, device=x.device)[:, :, :length]
+    y = torch.empty((*mat.shape[:-1], padded_ld), dtype=x.dtype, device=x.device)[..., :length]
     wide = _wide_dtype(mat)
     if wide is None:
         y.copy_(mat)
     else:
         y.view(wide).copy_(mat.view(wide))
-    return (y.transpose(1, 2) if transposed else y), padded_ld
+    return (y.transpose(-1, -2) if transposed else y), padded_ld
 
 
 #: Bit patterns copied as one element (a copy moves bits: complex128 is 16 bytes of anything).
@@ -579,10 +580,9 @@ def _fast_padded(x: torch.Tensor, layout: tuple[bool, int, int]) -> tuple[torch.
     """A 2-D operand read as `layout` (_operand's) copied into padded rows (_padded), with its
     new layout."""
     transposed, ld, _ = layout
-    y = _padded(x.unsqueeze(0), transposed, ld)[0][0]
-    padded = _operand(x.shape[0], x.shape[1], y.stride())
-    assert padded is not None and padded[0] == transposed  # (rows contiguous, as before)
-    return y, padded
+    y, padded_ld = _padded(x, transposed, ld)
+    rows, length = (x.shape[1], x.shape[0]) if transposed else (x.shape[0], x.shape[1])
+    return y, (transposed, padded_ld, (rows - 1) * padded_ld + length)
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:
