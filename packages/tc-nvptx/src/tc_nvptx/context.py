@@ -204,8 +204,7 @@ class Ctx:
                 v = self.warp if stride == 1 else (
                     e.lshr(self.warp, ir.Constant(I32, stride.bit_length() - 1)) if is_power_of_two(stride)
                     else e.udiv(self.warp, ir.Constant(I32, stride)))
-                self._bases[key] = e.and_(v, ir.Constant(I32, count - 1)) if is_power_of_two(count) \
-                    else e.urem(v, ir.Constant(I32, count))
+                self._bases[key] = self.modulo(v, count)
         return self._bases[key]
 
     def modulo(self, v: ir.Value, n: int, builder: ir.IRBuilder | None = None) -> ir.Value:

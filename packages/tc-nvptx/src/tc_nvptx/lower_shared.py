@@ -240,7 +240,7 @@ def lower_reduce(ctx: Ctx, op: ReduceOp) -> None:
         warp_d = ctx.warp_part(d.warp_stride, d.wpc)
         # (replicas share a slot; 12 warps give the accumulator 3 or 12 warps along an axis)
         pow2 = is_power_of_two(dw)
-        slot = ctx.b.and_(warp_d, ir.Constant(I32, dw - 1)) if pow2 else ctx.b.urem(warp_d, ir.Constant(I32, dw))
+        slot = ctx.modulo(warp_d, dw, ctx.b)
         slot_base = ctx.b.mul(slot, ir.Constant(I32, numel))
         ctx.barrier()
 
