@@ -20,7 +20,8 @@ Sections (each guarded, so one failure still prints the table):
   8. only when named: `matmul pooled` (tools/bench_matmul_pooled.py: 4096^3 tc_torch.matmul over
      torch pooled over fresh processes, each tuning anew; about 4 minutes) and `matmul ragged`
      (bench_matmul_backward.py at 4104^3, 4100^3 and 4095^3: leading dimensions not multiples of 16;
-     then bench_matmul_sweep.py at RAGGED_SQUARES)
+     then bench_matmul_sweep.py at RAGGED_SQUARES) and `matmul padded` (tools/bench_matmul_padded.py:
+     the padding copies' host and GPU time)
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -529,6 +530,20 @@ def matmul_ragged(r: Report) -> None:
     matmul_sweep(r, RAGGED_SQUARES, 3)
 
 
+def matmul_padded(r: Report) -> None:
+    """Products whose operands are copied into padded rows first (2100^3, 2500^3, 4100^3): host
+    and GPU time of the copies by tc's pad_rows kernel and by torch's copy_, and of the whole
+    product against torch.matmul (tools/bench_matmul_padded.py; each size tunes anew)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_matmul_padded.py")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    r.say((proc.stdout + proc.stderr)[-6000:])
+    r.check("matmul padded: copies bit for bit, products equal torch's", proc.returncode == 0,
+            f"exit {proc.returncode}")
+    for line in proc.stdout.splitlines():
+        if line.startswith("SUMMARY: "):
+            r.number("matmul padded", line.split(": ", 1)[1])
+
+
 def matmul_sweep(r: Report, sizes: str = "2048:8192:256", rounds: int = 5) -> None:
     """Issue 9's "at least Triton at every square from 2048 up": tc_torch.matmul against Triton's
     tutorial matmul and cuBLAS at `sizes` (2048..8192 step 256) in interleaved rounds
@@ -714,7 +729,8 @@ def table(r: Report) -> str:
 
 #: Sections that run only when named on the command line (gpu_check.py "matmul pooled").
 EXPLICIT_SECTIONS: list[tuple[str, Callable[[Report], None]]] = [("matmul pooled", matmul_pooled),
-                                                                   ("matmul ragged", matmul_ragged)]
+                                                                   ("matmul ragged", matmul_ragged),
+                                                                   ("matmul padded", matmul_padded)]
 
 
 def main() -> int:

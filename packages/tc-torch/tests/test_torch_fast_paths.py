@@ -23,13 +23,14 @@ from tc_torch.ops import add as add_op
 from tc_torch.ops import cross_entropy as ce
 from tc_torch.ops import layer_norm as ln
 from tc_torch.ops import matmul as mm
+from tc_torch.ops import pad_rows
 from tc_torch.ops import softmax as sm
 from tc_torch.ops import transpose as tr
 
 CUDA0 = torch.device("cuda", 0)
-OPS = (add_op, ce, ln, mm, sm, tr)
-#: The options a grid callable gets (transpose's TM/TN, matmul's MB/NB).
-OPT = types.SimpleNamespace(TM=32, TN=64, MB=64, NB=32)
+OPS = (add_op, ce, ln, mm, pad_rows, sm, tr)
+#: The options a grid callable gets (transpose's TM/TN, matmul's MB/NB, pad_rows' TR/TC).
+OPT = types.SimpleNamespace(TM=32, TN=64, MB=64, NB=32, TR=16, TC=32)
 Call = tuple[object, tuple[object, ...], tuple[int, ...]]
 
 
@@ -80,7 +81,8 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGpu]:
     for mod in OPS:
         if hasattr(mod, "device_of"):
             monkeypatch.setattr(mod, "device_of", device_of)
-        monkeypatch.setattr(mod, "cuda_index", cuda_index)
+        if hasattr(mod, "cuda_index"):
+            monkeypatch.setattr(mod, "cuda_index", cuda_index)
         if hasattr(mod, "get_kernel"):
             monkeypatch.setattr(mod, "get_kernel", get_kernel)
     monkeypatch.setattr(tc_runtime, "kernel", kernel)  # what add.kernel_for calls
@@ -88,6 +90,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGpu]:
     monkeypatch.setattr(mm, "TRANSPOSE_FIRST_MIN_FLOPS", 0.0)  # (small tensors copy operands too)
     for mod, names in ((sm, ("_FORWARD", "_BACKWARD")), (ln, ("_FORWARD", "_PLANS")),
                        (ce, ("_FORWARD", "_BACKWARD")), (tr, ("_KERNELS",)), (mm, ("_KERNELS",)),
+                       (pad_rows, ("_KERNELS",)),
                        (add_op, ("_kernels", "_by_index"))):
         for name in names:
             monkeypatch.setattr(mod, name, {})
@@ -229,12 +232,29 @@ def _cases() -> list[tuple[str, Callable[[], tuple[Callable[[], object], list[to
 
     def matmul_padded(transposed: bool) -> Any:
         def make() -> Any:  # rows of 740 halves (not 16-byte aligned), a product of 8.1e8 FLOPs:
-            # both operands copied into rows of 768 (new pointers) in both paths
+            # both operands copied into rows of 768 (new pointers) in both paths, by the copy
+            # kernel (rows 8 bytes apart: as longs)
             a = _r(740, 740, dtype=torch.float16)
             b = _r(740, 740, dtype=torch.float16)
             if transposed:
                 a = a.t()
             assert mm.pads(740, 740, 740, (740, 740), itemsize=2) == (True, True)
+            return lambda: tc_torch.matmul(a, b), [a, b]
+        return make
+
+    def matmul_padded_batched(kind: str) -> Any:
+        def make() -> Any:  # 3-D products of 740 x 740 x 741 that pad (rows of 741 or 740
+            # halves, 742 or 741 apart: copied 2 bytes a piece): batches, a batch of one, a 2-D
+            # operand, an expanded one (copied per matrix)
+            a2 = _r(740, 742, dtype=torch.float16)[:, :741]
+            b3 = _r(2, 740, 742, dtype=torch.float16)[..., :741].transpose(1, 2)  # column-major
+            a, b = {"both": (_r(2, 740, 742, dtype=torch.float16)[..., :741], b3),
+                    "a batch of 1": (a2.unsqueeze(0), b3),
+                    "b 2-D": (_r(2, 740, 742, dtype=torch.float16)[..., :741],
+                              _r(741, 741, dtype=torch.float16)[:, :740]),
+                    "a expanded": (a2.expand(2, 740, 741), b3)}[kind]
+            ldb = b.stride(-1) if kind != "b 2-D" else b.stride(-2)
+            assert mm.pads(740, 740, 741, (742, ldb), itemsize=2) == (True, True)
             return lambda: tc_torch.matmul(a, b), [a, b]
         return make
 
@@ -255,7 +275,9 @@ def _cases() -> list[tuple[str, Callable[[], tuple[Callable[[], object], list[to
             ("matmul row slice", matmul_row_slice),
             *((f"matmul batched, {kind}", matmul_batched(kind))
               for kind in ("both", "b 2-D", "a 2-D", "a batch of 1", "a expanded", "half")),
-            ("matmul padded", matmul_padded(False)), ("matmul padded a^T", matmul_padded(True))]
+            ("matmul padded", matmul_padded(False)), ("matmul padded a^T", matmul_padded(True)),
+            *((f"matmul padded batched, {kind}", matmul_padded_batched(kind))
+              for kind in ("both", "a batch of 1", "b 2-D", "a expanded"))]
 
 
 CASES = _cases()

@@ -13,6 +13,7 @@ import tc_runtime
 import tc_torch
 from tc_torch import library
 from tc_torch.ops import matmul as mm
+from tc_torch.ops import pad_rows
 from tc_torch.ops.matmul import _layout
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 0.2, torch.float64: 1e-10}
@@ -200,15 +201,15 @@ def test_matmul_on_a_b_with_split_sectors_copies_b_alone(monkeypatch: pytest.Mon
     # pad "on" with rows of 24 halves (48 bytes): B is copied into rows of 64, A (rows of 24 too) is
     # not, and the product is the same
     copied: list[tuple[int, ...]] = []
-    real = mm._padded
+    real = pad_rows.padded
 
-    def recorded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
-        y, new_ld = real(x, transposed, ld)
-        assert y is not x and new_ld == mm.PAD_ROWS_TO and torch.equal(y, x)
+    def recorded(x: torch.Tensor, transposed: bool, ld: int, device: torch.device) -> tuple[torch.Tensor, int]:
+        y, new_ld = real(x, transposed, ld, device)
+        assert y is not x and new_ld == pad_rows.PAD_ROWS_TO and torch.equal(y, x)
         copied.append(tuple(x.shape))
         return y, new_ld
 
-    monkeypatch.setattr(mm, "_padded", recorded)
+    monkeypatch.setattr(mm, "padded", recorded)
     torch.manual_seed(10)
     a = torch.randn(1, 5, 24, dtype=torch.float16)
     b = torch.randn(1, 24, 24, dtype=torch.float16)
@@ -223,6 +224,9 @@ def test_matmul_rejects_an_unknown_pad() -> None:
         mm.matmul_out(torch.empty(1, 2, 2), torch.randn(1, 2, 3), torch.randn(1, 3, 2), pad="yes")
 
 
+CPU = torch.device("cpu")
+
+
 @pytest.mark.parametrize("transposed", [False, True])
 def test_padded_copy_keeps_the_layout_in_rows_of_64(transposed: bool) -> None:
     torch.manual_seed(8)
@@ -231,32 +235,80 @@ def test_padded_copy_keeps_the_layout_in_rows_of_64(transposed: bool) -> None:
         x = torch.randn(2, 29, 37, dtype=torch.float16).transpose(1, 2)  # each matrix column-major
     _, trans, ld = _layout(x)
     assert trans == transposed and not mm.rows_aligned(ld)
-    y, padded_ld = mm._padded(x, trans, ld)
+    y, padded_ld = pad_rows.padded(x, trans, ld, CPU)
     assert padded_ld == 64 and torch.equal(y, x)
     assert _layout(y)[1:] == (transposed, 64)
     aligned = torch.randn(1, 5, 64, dtype=torch.float16)
-    assert mm._padded(aligned, False, 64)[0] is aligned  # (16-byte rows: no copy)
+    assert pad_rows.padded(aligned, False, 64, CPU)[0] is aligned  # (16-byte rows: no copy)
 
 
-@pytest.mark.parametrize("dtype, cols, ld, wide", [
-    (torch.float16, 24, 24, torch.complex128),   # rows of 48 bytes, 16 apart: 16 bytes a piece
-    (torch.bfloat16, 20, 20, torch.int64),       # rows 8 bytes apart
-    (torch.float16, 26, 30, torch.int32),        # 4
-    (torch.float32, 6, 10, torch.int64),
-    (torch.float16, 29, 29, None),               # odd: one element at a time
-])
+#: Rows of `cols` elements `ld` apart, with the piece torch copies them in on the interpreter
+#: and the piece the copy kernel moves them in (bytes).
+PIECE_CASES = [
+    (torch.float16, 24, 24, torch.complex128, 8),  # rows of 48 bytes, 16 apart
+    (torch.bfloat16, 20, 20, torch.int64, 8),      # rows 8 bytes apart
+    (torch.float16, 26, 30, torch.int32, 4),       # 4
+    (torch.float32, 6, 10, torch.int64, 8),
+    (torch.float16, 29, 29, None, 2),              # odd: one element at a time
+]
+
+
+def _bit_patterns(dtype: torch.dtype, rows: int, cols: int, ld: int, transposed: bool
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """(x as matmul reads it, its row-major matrices, the integer type of its bits): random bits,
+    NaN payloads included, in 2 matrices of `rows` rows of `cols` elements `ld` apart."""
+    bits = {2: torch.int16, 4: torch.int32}[dtype.itemsize]
+    raw = torch.randint(-2 ** 15, 2 ** 15, (2 * rows * ld,), dtype=torch.int32).to(bits)
+    mat = raw.view(dtype).as_strided((2, rows, cols), (rows * ld, ld, 1))
+    return (mat.transpose(1, 2) if transposed else mat), mat, bits
+
+
+@pytest.mark.parametrize("dtype, cols, ld, wide, width", PIECE_CASES)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_padded_copy_moves_the_widest_pieces_its_rows_allow_bit_for_bit(
-        dtype: torch.dtype, cols: int, ld: int, wide: torch.dtype | None, transposed: bool) -> None:
-    bits = {2: torch.int16, 4: torch.int32}[dtype.itemsize]
-    rows = 7
-    raw = torch.randint(-2 ** 15, 2 ** 15, (2 * rows * ld,), dtype=torch.int32).to(bits)
-    mat = raw.view(dtype).as_strided((2, rows, cols), (rows * ld, ld, 1))  # NaN payloads included
-    x = mat.transpose(1, 2) if transposed else mat
-    assert mm._wide_dtype(mat) == wide
-    y, padded_ld = mm._padded(x, transposed, ld)
+        dtype: torch.dtype, cols: int, ld: int, wide: torch.dtype | None, width: int, transposed: bool) -> None:
+    x, mat, bits = _bit_patterns(dtype, 7, cols, ld, transposed)
+    assert pad_rows._torch_piece(mat) == wide and pad_rows.piece_width(mat) == width
+    y, padded_ld = pad_rows.padded(x, transposed, ld, CPU)
     assert padded_ld == 64 and torch.equal(y.view(bits), x.view(bits) if not transposed else
                                            x.transpose(1, 2).view(bits).transpose(1, 2))
+
+
+ON_GPU = pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                        reason="needs a CUDA GPU")])
+
+
+@pytest.mark.parametrize("dtype, cols, ld, wide, width", PIECE_CASES)
+@pytest.mark.parametrize("device", ["cpu", ON_GPU])
+def test_the_copy_kernel_moves_bits_in_pieces(
+        dtype: torch.dtype, cols: int, ld: int, wide: torch.dtype | None, width: int, device: str) -> None:
+    # pad_rows.tc on the interpreter (launch's pointers become tensors there) and on the GPU:
+    # every bit of two matrices lands in rows of 64, the padding past each row untouched; on
+    # the GPU also matrices of many tiles (rows and columns)
+    dev = torch.device(device)
+    for rows, cols_, ld_ in ((9, cols, ld), *(((300, cols * 37, ld * 37),) if device == "cuda" else ())):
+        _, mat, bits = _bit_patterns(dtype, rows, cols_, ld_, False)  # (9 rows: a partial tile)
+        mat = mat.to(dev)
+        row = pad_rows.padded_length(cols_)
+        buf = torch.full((2, rows, row), 77, dtype=bits, device=dev).view(dtype)
+        y = buf[..., :cols_]
+        pad_rows.copy_rows(y, mat, dev)
+        assert torch.equal(y.view(bits), mat.view(bits))
+        assert bool((buf.view(bits)[..., cols_:] == 77).all())
+        one = torch.zeros_like(y)[1:2, 3:5]  # a batch of one matrix, as 3-D: copied as a 2-D one
+        pad_rows.copy_rows(one, mat[:1, 2:4], dev)
+        assert torch.equal(one.view(bits), mat[:1, 2:4].view(bits))
+
+
+def test_the_copy_kernel_refuses_what_it_cannot_copy() -> None:
+    x = torch.zeros(3, 5)
+    with pytest.raises(ValueError, match="of one shape and dtype"):
+        pad_rows.copy_rows(torch.zeros(3, 6), x, CPU)
+    with pytest.raises(ValueError, match="contiguous rows"):
+        pad_rows.copy_rows(torch.zeros(5, 3).t(), x, CPU)
+    rows = pad_rows.MAX_GRID * pad_rows.ROW_BYTES // 4 + 1  # floats: one column block too many
+    assert not pad_rows.fits_grid(rows, 4, 1) and pad_rows.fits_grid(rows - 1, 4, 1)
+    assert not pad_rows.fits_grid(5, 4, pad_rows.MAX_GRID + 1)
 
 
 @pytest.mark.parametrize("ta", [False, True])
@@ -264,15 +316,15 @@ def test_padded_copy_moves_the_widest_pieces_its_rows_allow_bit_for_bit(
 def test_matmul_on_padded_copies_equals_the_product(ta: bool, tb: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     # every layout with leading dimensions of odd lengths, padded ("on") and not: the same product
     copied: list[tuple[int, ...]] = []
-    real = mm._padded
+    real = pad_rows.padded
 
-    def recorded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
-        y, new_ld = real(x, transposed, ld)
+    def recorded(x: torch.Tensor, transposed: bool, ld: int, device: torch.device) -> tuple[torch.Tensor, int]:
+        y, new_ld = real(x, transposed, ld, device)
         if y is not x:
             copied.append(tuple(x.shape))
         return y, new_ld
 
-    monkeypatch.setattr(mm, "_padded", recorded)
+    monkeypatch.setattr(mm, "padded", recorded)
     torch.manual_seed(9)
     a = _operand(21, 19, ta, torch.float32).unsqueeze(0)
     b = _operand(19, 13, tb, torch.float32).unsqueeze(0)
@@ -770,6 +822,8 @@ def test_the_fast_path_pads_rows_not_multiples_of_8_on_the_gpu(ta: bool, tb: boo
     # (5 stages: a configuration of this test's own, so that its kernel holds only its variants)
     kern = mm.kernel_for(dtype, ta, tb, a.device, [mm._cfg(128, 128, 64, 4, 5)])
     monkeypatch.setitem(mm._KERNELS, (dtype, ta, tb, a.device.index, "ieee"), kern)
+    for width in pad_rows.PIECES:  # (the general path makes the copy kernels it needs)
+        pad_rows.kernel(width, a.device)
     monkeypatch.setattr(mm, "matmul_out", None)  # (the general path would fail)
     before = set(kern._compiled)
     got = mm._fast_mm(a, b, "ieee")
@@ -799,6 +853,31 @@ def test_batched_products_on_the_fast_path_on_the_gpu(kind: str) -> None:
     ref = a.float() @ b.float()
     first = tc_torch.matmul(a, b)
     assert mm._fast_mm(a, b, "ieee") is not None  # (the kernel is chosen: the fast path runs)
+    second = tc_torch.matmul(a, b)
+    for got in (first, second):
+        assert got.shape == ref.shape and got.is_contiguous()
+        assert float((got.float() - ref).abs().max()) <= 1e-2 * float(ref.abs().max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("kind", ["both", "b 2-D", "a batch of 1", "a expanded"])
+def test_batched_padded_products_on_the_fast_path_on_the_gpu(kind: str, monkeypatch: Any) -> None:
+    # operands whose rows are not 16-byte aligned (41 halves, 42 or 43 apart), padded whatever
+    # the product's size: the second call copies them by pad_rows.fast_padded; the same results
+    monkeypatch.setattr(mm, "PAD_MIN_FLOPS", 0.0)
+    torch.manual_seed(0)
+    dtype = torch.float16
+    a2 = torch.randn(24, 42, dtype=dtype, device="cuda")[:, :41]
+    b3 = torch.randn(3, 70, 43, dtype=dtype, device="cuda")[..., :41].transpose(1, 2)  # column-major
+    a, b = {"both": (torch.randn(3, 24, 42, dtype=dtype, device="cuda")[..., :41], b3),
+            "b 2-D": (torch.randn(3, 24, 42, dtype=dtype, device="cuda")[..., :41], b3[1]),
+            "a batch of 1": (a2.unsqueeze(0), b3),
+            "a expanded": (a2.expand(3, 24, 41), b3)}[kind]
+    assert mm.pads(24, 70, 41, (42, 43), itemsize=2) == (True, True)
+    ref = a.float() @ b.float()
+    first = tc_torch.matmul(a, b)
+    assert mm._fast_mm(a, b, "ieee") is not None  # (kernels chosen and copy kernels made)
     second = tc_torch.matmul(a, b)
     for got in (first, second):
         assert got.shape == ref.shape and got.is_contiguous()

@@ -20,6 +20,7 @@ from ..devices import (FLOAT_DTYPES, INT32_LIMIT, acc_type, check_extent, check_
                        device_of, extent, launch, on_cuda, tc_type)
 from ..library import get_kernel
 from . import transpose as transpose_op
+from .pad_rows import fast_padded, padded, padded_length
 
 OP = "tc_torch.matmul"
 PRECISIONS = ("ieee", "tf32")
@@ -275,7 +276,6 @@ def _k_contiguous(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, bool
 #: 4100^3 fp16 111 -> 456 TFLOPS, 4095^3 125 -> 478 (H100, thirty-fourth session). The threshold
 #: is TRANSPOSE_FIRST_MIN_FLOPS, from which tf32's copies paid; padding's own break-even has not
 #: been measured.
-PAD_ROWS_TO = 64
 PAD_MIN_FLOPS = 8e8
 PAD = ("auto", "on", "off")
 #: Rows of 16-bit elements 16 bytes apart but not 32 (leading dimensions 8 modulo 16: 4104, 3000,
@@ -322,43 +322,6 @@ def pads(m: int, n: int, k: int, lds: tuple[int, int], pad: str = "auto", gpu: b
     if not gpu or 2.0 * m * n * k < PAD_MIN_FLOPS:
         return False, False
     return not rows_aligned(lda), not rows_aligned(ldb) or (split_b and m >= PAD_SPLIT_MIN_ROWS)
-
-
-def _padded(x: torch.Tensor, transposed: bool, ld: int) -> tuple[torch.Tensor, int]:
-    """x (R, C) or (Z, R, C) copied, as _layout reads it (row-major, or column-major when
-    `transposed`), into rows of a multiple of PAD_ROWS_TO elements; with the new leading
-    dimension. A leading dimension that is a multiple of PAD_ROWS_TO already is returned as it
-    is. (Few torch calls: on an H100's host each costs several microseconds.)"""
-    if ld % PAD_ROWS_TO == 0:
-        return x, ld
-    mat = x.transpose(-1, -2) if transposed else x  # rows contiguous
-    length = mat.shape[-1]
-    padded_ld = -(-max(length, 1) // PAD_ROWS_TO) * PAD_ROWS_TO
-    y = torch.empty((*mat.shape[:-1], padded_ld), dtype=x.dtype, device=x.device)[..., :length]
-    wide = _wide_dtype(mat)
-    if wide is None:
-        y.copy_(mat)
-    else:
-        y.view(wide).copy_(mat.view(wide))
-    return (y.transpose(-1, -2) if transposed else y), padded_ld
-
-
-#: Bit patterns copied as one element (a copy moves bits: complex128 is 16 bytes of anything).
-_WIDE_DTYPES = (torch.complex128, torch.int64, torch.int32)
-
-
-def _wide_dtype(mat: torch.Tensor) -> torch.dtype | None:
-    """The widest type whose elements are whole runs of `mat`'s rows (rows contiguous): torch
-    copies a strided tensor an element per thread, about 1.1 TB/s for halves on an H100, so the
-    padding copy of rows 16 bytes aligned moves 16 bytes at a time instead; None when no wider
-    type fits (odd lengths or strides)."""
-    es = mat.element_size()
-    for wide in _WIDE_DTYPES:
-        w = wide.itemsize
-        if w > es and (mat.shape[-1] * es) % w == 0 and (mat.storage_offset() * es) % w == 0 and \
-                all((st * es) % w == 0 for st in mat.stride()[:-1]):
-            return wide
-    return None
 
 
 #: Stream-K workspaces, by (device index, stream): partial tiles and flags (the kernel leaves
@@ -437,9 +400,9 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
         b, tb, ldb = _k_contiguous(b, False)
     pad_a, pad_b = pads(m, n, k, (lda, ldb), pad, on_cuda(device), a.element_size())
     if pad_a:
-        a, lda = _padded(a, ta, lda)
+        a, lda = padded(a, ta, lda, device)
     if pad_b:
-        b, ldb = _padded(b, tb, ldb)
+        b, ldb = padded(b, tb, ldb, device)
     check_extent(OP, a, b, c)
     if z > 65535:
         raise ValueError(f"{OP}: a batch of {z} matrices is more than the grid allows (65535)")
@@ -512,7 +475,7 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     sb = b.shape
     da, db = len(sa), len(sb)
     if da == db == 2:
-        z = 1
+        z = za = zb = 1
         saz = sbz = 0
     elif da in (2, 3) and db in (2, 3):
         za = sa[0] if da == 3 else 1
@@ -540,16 +503,20 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     pad_a, pad_b = pads(m, n, k, lds, itemsize=a.element_size())
     kern = _KERNELS.get((dtype, la[0], lb[0], i, precision)) if plan == "none" else None
     if pad_a or pad_b:
-        if kern is None or da == 3 or db == 3:
-            return None  # (matmul_out copies them K-contiguous first, then into padded rows)
-        # copies into padded rows here too: the general path would add its checks to the
-        # copies' host time, already more than the kernel's time of a 2100^3 product
-        if pad_a:
-            a, la = _fast_padded(a, la)
-        if pad_b:
-            b, lb = _fast_padded(b, lb)
-        if la[2] >= INT32_LIMIT or lb[2] >= INT32_LIMIT:
+        if kern is None:
             return None
+        # copies into padded rows here too (pad_rows.fast_padded: one allocation and one launch
+        # each): the general path would add its checks to the copies' host time
+        if pad_a:
+            got = _fast_padded(a, la, za, i)
+            if got is None:
+                return None
+            a, la, saz = got
+        if pad_b:
+            got = _fast_padded(b, lb, zb, i)
+            if got is None:
+                return None
+            b, lb, sbz = got
     elif plan != "none":  # copy an operand K-contiguous first, as matmul_out does
         wgmma = _sm90.get(i)
         if wgmma is None:
@@ -576,13 +543,20 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     return c
 
 
-def _fast_padded(x: torch.Tensor, layout: tuple[bool, int, int]) -> tuple[torch.Tensor, tuple[bool, int, int]]:
-    """A 2-D operand read as `layout` (_operand's) copied into padded rows (_padded), with its
-    new layout."""
+def _fast_padded(x: torch.Tensor, layout: tuple[bool, int, int], z: int, index: int
+                 ) -> tuple[torch.Tensor, tuple[bool, int, int], int] | None:
+    """An operand of `z` matrices (2-D or 3-D) read as `layout` (_operand's) copied into padded
+    rows on the GPU `index` (pad_rows.fast_padded), with its new layout and batch stride; None
+    where the general path must copy (or refuse the copy's extent, as check_extent does)."""
     transposed, ld, _ = layout
-    y, padded_ld = _padded(x, transposed, ld)
-    rows, length = (x.shape[1], x.shape[0]) if transposed else (x.shape[0], x.shape[1])
-    return y, (transposed, padded_ld, (rows - 1) * padded_ld + length)
+    rows, length = (x.shape[-1], x.shape[-2]) if transposed else (x.shape[-2], x.shape[-1])
+    new_ld = padded_length(length)
+    if z * rows * new_ld >= INT32_LIMIT:
+        return None
+    got = fast_padded(x, transposed, index)
+    if got is None:
+        return None
+    return got[0], (transposed, new_ld, (rows - 1) * new_ld + length), rows * new_ld if z > 1 else 0
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:
