@@ -298,3 +298,47 @@ def test_scalar_lin() -> None:
                       and op.operands[0] is f.args[5])
     lin = scalar_lin(k_minus_iv.result)
     assert lin == {f.args[5]: 1, k_minus_iv.operands[1]: -1}
+
+
+def test_rows_only_a_narrow_swizzle_divides_take_partial_128_byte_panels() -> None:
+    # 176 halves (352 bytes): 32-byte swizzle alone, or 128-byte panels of 64, 64 and 48 stored
+    # whole for wgmma operands; 96 and 160 halves keep the 64-byte swizzle; 128-byte multiples
+    # are whole panels either way
+    from tc_ir.layouts import Shared
+    from tc_ir.types import F16
+    from tc_opt.dot_layouts import shared_layout
+
+    assert shared_layout((64, 176), (1, 0), F16, True) == Shared(8, 4, 2, (1, 0))
+    assert shared_layout((64, 176), (1, 0), F16, True, partial_panels=True) == Shared(8, 1, 8, (1, 0))
+    for cols in (96, 160):
+        assert shared_layout((64, cols), (1, 0), F16, True, partial_panels=True) == Shared(8, 2, 4, (1, 0))
+    assert shared_layout((64, 256), (1, 0), F16, True, partial_panels=True) == Shared(8, 1, 8, (1, 0))
+    assert shared_layout((64, 48), (1, 0), F16, True, partial_panels=True) == Shared(8, 4, 2, (1, 0))  # (one row of 96 bytes)
+
+
+def test_storage_of_partial_panels() -> None:
+    from tc_ir.layouts import Shared
+    from tc_ir.types import F16, F32, TileType
+
+    wide = Shared(8, 1, 8, (2, 1, 0))  # 128-byte panels along the last dimension
+    assert TileType((3, 64, 176), F16, wide).storage_numel == 3 * 64 * 192  # panels 64, 64, 48 (+16)
+    assert TileType((3, 64, 256), F16, wide).storage_numel == 3 * 64 * 256
+    assert TileType((3, 64, 40), F16, wide).storage_numel == 3 * 64 * 40  # (narrower than a panel)
+    assert TileType((3, 64, 176), F16, Shared(8, 4, 2, (2, 1, 0))).storage_numel == 3 * 64 * 176  # 32-byte panels
+    assert TileType((64, 40), F32, Shared(4, 1, 8, (1, 0))).storage_numel == 64 * 64  # 32 floats a panel
+    assert TileType((64, 176), F16, None).storage_numel == 64 * 176
+
+
+def test_partial_panels_copy_whole_boxes() -> None:
+    # a 128 x 176 tile of B (rows N-contiguous): three 64-column boxes per stage, and the barrier
+    # expects the bytes of the whole boxes (the columns past the tile are read and not used)
+    m = _gpu_ir((KERNELS / "matmul_tutorial.tc").read_text(), defines={"TYPE": "half", "MB": 128, "NB": 176, "KB": 64})
+    a, b = _maps(m)[0], _maps(m)[1]
+    assert (a.box, a.swizzle) == ((64, 128), 128) and (b.box, b.swizzle) == ((64, 64), 128)
+    expects = _ops(m, O.MBarrierExpectOp)
+    assert expects and all(op.bytes == 2 * (128 * 64 + 64 * 192) for op in expects)  # type: ignore[attr-defined]
+    from tc_ir.types import TileType
+
+    types = [op.results[0].type for op in _ops(m, O.LocalAllocOp)]
+    wide = [t for t in types if isinstance(t, TileType) and t.shape[-1] == 176]
+    assert wide and all(t.storage_numel == 4 * 64 * 192 for t in wide)  # (4 stages)

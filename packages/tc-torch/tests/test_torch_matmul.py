@@ -884,12 +884,60 @@ def test_batched_padded_products_on_the_fast_path_on_the_gpu(kind: str, monkeypa
         assert float((got.float() - ref).abs().max()) <= 1e-2 * float(ref.abs().max())
 
 
+#: Tiles 176 columns wide: B's rows (N-contiguous) in 128-byte swizzle panels of 64, 64 and 48
+#: columns, stored and copied whole (tc_opt.dot_layouts.PARTIAL_PANELS_BELOW); plain TMA, cp.async
+#: copies into the same panels, and persistent kernels with and without multicast.
+PARTIAL_PANEL_CONFIGS = [mm._cfg(128, 176, 64, 8, 3), tc_runtime.config(defines={"MB": 128, "NB": 176, "KB": 64},
+                                                                         num_warps=8, num_stages=3, options={"tma": False}),
+                         mm._cfg(192, 176, 64, 12, 3, 1, **mm.PERSISTENT, cluster_multicast=True),
+                         mm._cfg(128, 176, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True)]
+
+
+def test_partial_swizzle_panels_in_the_gpu_code() -> None:
+    # the 192x176 kernel (fp16 A B): the barrier expects whole boxes of B (64 x 192 columns),
+    # wgmma reads 176 columns of them
+    import tc_nvptx
+    from tc_opt import CompileOptions
+
+    from tc_torch.library import source
+
+    c = PARTIAL_PANEL_CONFIGS[2]
+    defines = {"TYPE": "half", "ACC": "float", **mm.A_VARIANTS[False], **mm.B_VARIANTS[False], **c.defines}
+    ck = tc_nvptx.compile(source("matmul"), defines=defines, options=CompileOptions(
+        arch="sm_90a", num_warps=12, num_stages=3, specialization=("divisible_by_16",) * 12, persistent=True,
+        tma_store=True, cluster_multicast=True, warp_specialize=True))
+    assert "m64n176k16" in ck.ptx and ck.cluster == 2
+    expected = set(re.findall(r"expect_tx\.shared::cta\.b64 _, \[%r\d+\], (\d+);", ck.ptx))
+    assert expected == {str(2 * (192 * 64 + 64 * 192))}, expected
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_partial_swizzle_panels_on_the_gpu(ta: bool, tb: bool) -> None:
+    # shapes that cut the tiles in M, N and K, with rows 16 but not 32 bytes apart (4104), more
+    # programs than SMs, a batch, K of one k-step
+    torch.manual_seed(0)
+    dtype = torch.float16
+    for z, m, n, k in ((1, 300, 4104, 1001), (1, 2056, 2056, 2056), (2, 200, 500, 64)):
+        a = torch.randn(z, k, m, dtype=dtype, device="cuda").transpose(1, 2) if ta else \
+            torch.randn(z, m, k, dtype=dtype, device="cuda")
+        b = torch.randn(z, n, k, dtype=dtype, device="cuda").transpose(1, 2) if tb else \
+            torch.randn(z, k, n, dtype=dtype, device="cuda")
+        ref = a.double() @ b.double()
+        for c in PARTIAL_PANEL_CONFIGS:
+            got = torch.full((z, m, n), float("nan"), device="cuda", dtype=dtype)
+            mm.matmul_out(got, a, b, configs=[c], pad="off")
+            err = float((got.double() - ref).abs().max())
+            assert err <= 0.5 + 1e-2 * float(ref.abs().max()), (z, m, n, k, c.defines, c.options)
+
+
 #: Persistent configurations in clusters of 2 that multicast the tiles two programs share
 #: (CompileOptions.cluster_multicast), with and without the bulk store, the overlapped epilogue
 #: and a producer warpgroup.
 MULTICAST_CONFIGS = {
     torch.float16: [mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
-                    mm._cfg(192, 192, 64, 12, 3, **mm.PERSISTENT, cluster_multicast=True),
+                    mm._cfg(192, 192, 64, 12, 3, 1, **mm.PERSISTENT, cluster_multicast=True),
                     mm._cfg(128, 256, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
                     mm._cfg(128, 128, 64, 4, 4, persistent=True, cluster_multicast=True)],
     torch.float32: [mm._cfg(128, 256, 32, 8, 3, **mm.PERSISTENT, cluster_multicast=True),

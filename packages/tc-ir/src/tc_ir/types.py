@@ -104,6 +104,25 @@ class TileType:
             n *= d
         return n
 
+    @property
+    def storage_numel(self) -> int:
+        """Elements a shared buffer of this type spans: numel, but where a swizzled layout cuts
+        the contiguous dimension into panels of 16 * max_phase bytes and the last panel is
+        partial (176 halves in panels of 64), every panel is stored whole (the hardware's
+        swizzle of wgmma operands and TMA copies has rows of the panel's width)."""
+        from .layouts import Shared
+
+        lay = self.layout
+        n = self.numel
+        if not isinstance(lay, Shared) or lay.vec <= 1 or lay.max_phase <= 1 or len(lay.order) < 2 or n == 0 \
+                or not isinstance(self.element, ScalarType):
+            return n
+        panel = 16 * lay.max_phase * 8 // self.element.bits
+        fast = self.shape[lay.order[0]]
+        if fast <= panel or fast % panel == 0:
+            return n
+        return n // fast * (-(-fast // panel) * panel)
+
     def with_layout(self, layout: Layout | None) -> TileType:
         return TileType(self.shape, self.element, layout)
 

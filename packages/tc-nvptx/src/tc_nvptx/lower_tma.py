@@ -230,7 +230,7 @@ def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, hal
             f"[$0], [$1, {{{places}}}], [${2 + rank}]" + (f", ${3 + rank};" if half is not None else ";"))
     constraints = "r,l," + "r," * rank + "r," + ("h," if half is not None else "") + "~{memory}"
     mask = [ir.Constant(ir.IntType(16), 0b11)] if half is not None else []
-    panels = dst.shape[fast] // width
+    panels = -(-dst.shape[fast] // width)  # (a partial last panel is copied whole: TileType.storage_numel)
     # (row, column) of each box's first element in the tile: every box, or half of them
     boxes: list[tuple[ir.Value | int, ir.Value | int]]
     if half is None:

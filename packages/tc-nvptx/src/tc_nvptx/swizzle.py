@@ -69,7 +69,7 @@ class SharedView(SharedTile):
         strides = [0] * len(t.shape)
         fast, row = lay.order[0], lay.order[1]
         strides[fast], strides[row] = 1, panel
-        s = t.shape[fast] * t.shape[row]
+        s = -(-t.shape[fast] // panel) * panel * t.shape[row]  # (a partial last panel is stored whole)
         for d in lay.order[2:]:
             strides[d] = s
             s *= t.shape[d]

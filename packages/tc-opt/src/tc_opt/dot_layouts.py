@@ -127,9 +127,22 @@ def dot_operand_layout(parent: Layout, index: int, element: ElementType) -> DotO
     return DotOperand(parent, index, k_width)
 
 
-def shared_layout(shape: tuple[int, ...], order: tuple[int, ...], element: ElementType, swizzle: bool) -> Shared:
+#: The widest swizzle (bytes) that a wgmma operand's rows may be left with; rows that only a
+#: narrower one divides take the 128-byte swizzle with a partial last panel: one TMA box per 64
+#: halves instead of eleven of 16 for 176, whose 32-byte swizzle starved the tensor cores (H100,
+#: 2026-11-27, 192x176 tiles at 4104^3: 280 TFLOPS against 551 for 192x192). Rows that the
+#: 64-byte swizzle divides (96, 160 halves) keep it: a partial panel would read a third or a
+#: fifth more of the operand.
+PARTIAL_PANELS_BELOW = 32
+
+
+def shared_layout(shape: tuple[int, ...], order: tuple[int, ...], element: ElementType, swizzle: bool,
+                  partial_panels: bool = False) -> Shared:
     """A Shared layout for a tile stored with dimension order[0] contiguous. With `swizzle` the
-    16-byte chunks of each row are XOR-permuted (conflict-free ldmatrix and cp.async)."""
+    16-byte chunks of each row are XOR-permuted (conflict-free ldmatrix and cp.async).
+    `partial_panels` (wgmma operands): rows longer than 128 bytes that only a swizzle of
+    PARTIAL_PANELS_BELOW bytes or less divides take the 128-byte swizzle instead, the last panel
+    partial (176 halves: panels of 64, 64 and 48) and stored whole (TileType.storage_numel)."""
     if not swizzle:
         return Shared(1, 1, 1, order)
     eb = max(1, element.bits // 8)
@@ -140,6 +153,8 @@ def shared_layout(shape: tuple[int, ...], order: tuple[int, ...], element: Eleme
     # the widest swizzle (128, 64, 32 or 16 bytes) that divides the row: rows of a tile dimension
     # that is not a power of two (96 halves: 192 bytes) are swizzled in panels of that width
     width = next(w for w in (128, 64, 32, 16) if row_bytes % w == 0)
+    if partial_panels and row_bytes > 128 and width <= PARTIAL_PANELS_BELOW:
+        width = 128
     return Shared(vec, 128 // width, width // 16, order)
 
 

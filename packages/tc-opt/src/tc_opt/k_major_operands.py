@@ -134,7 +134,7 @@ def restaging_layout(shape: tuple[int, ...], fast: int, kdim: int, num_warps: in
 
 def _tile_bytes(v: Value) -> int:
     t = v.type
-    return t.numel * t.element.bytes if isinstance(t, TileType) and isinstance(t.element, ScalarType) else 0
+    return t.storage_numel * t.element.bytes if isinstance(t, TileType) and isinstance(t.element, ScalarType) else 0
 
 
 def register_a_operand(index: int) -> bool:

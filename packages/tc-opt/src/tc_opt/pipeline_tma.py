@@ -69,8 +69,10 @@ def outer_coordinate(e: _Emitter, f: Function, lin: Lin, stride_arg: int) -> Val
 
 
 def _tile_bytes(t: TileType) -> int:
+    """The bytes the copies of a tile write: whole boxes, so a partial last swizzle panel whole
+    (TileType.storage_numel; the columns past the tile are read and not used)."""
     assert isinstance(t.element, ScalarType)
-    return t.numel * t.element.bytes
+    return t.storage_numel * t.element.bytes
 
 
 def issue_copies(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, slot: Value, valid: Value,

@@ -19,7 +19,7 @@ def buffer_bytes(op: Operation) -> int:
     t = op.result.type
     assert isinstance(t, TileType)
     e = t.element
-    return t.numel * (8 if isinstance(e, PointerType) else e.bytes)
+    return t.storage_numel * (8 if isinstance(e, PointerType) else e.bytes)
 
 
 def is_view(op: Operation) -> bool:

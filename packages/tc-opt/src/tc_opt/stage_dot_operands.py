@@ -74,7 +74,8 @@ def stage_operand(dot: DotOp, index: int, num_warps: int = 4, restaged: Mapping[
             view = restage(dot, load, src, order[0], num_warps)
     if load is None:
         alloc = LocalAllocOp.create(
-            [src], [TileType(st.shape, st.element, shared_layout(st.shape, order, st.element, swizzle))], loc=dot.loc
+            [src], [TileType(st.shape, st.element, shared_layout(st.shape, order, st.element, swizzle,
+                                                                  partial_panels=is_wgmma_dot(dot)))], loc=dot.loc
         )
         _insert_before(dot, alloc)
         view = alloc.result

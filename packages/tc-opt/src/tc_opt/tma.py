@@ -291,7 +291,7 @@ class TmaPlan:
         where neither fits. A copy that is not shared stays the whole tile's either way."""
         t = self.alloc.result.type
         assert isinstance(t, TileType)
-        if (t.shape[self.fast] // self.panel) % 2 == 0:
+        if -(-t.shape[self.fast] // self.panel) % 2 == 0:
             return "panels"
         return "rows" if t.shape[self.slow] % 16 == 0 else None
 
@@ -350,7 +350,9 @@ def _swizzle(t: TileType) -> tuple[int, int] | None:
         return None
     width = 16 * lay.max_phase
     panel = width // eb
-    if t.shape[lay.order[0]] % panel or t.shape[lay.order[1]] > 256 or t.shape[lay.order[1]] % 8:
+    fast = t.shape[lay.order[0]]
+    # (a partial last panel, as dot_layouts.shared_layout makes for wgmma operands, is copied whole)
+    if (fast % panel and fast < panel) or t.shape[lay.order[1]] > 256 or t.shape[lay.order[1]] % 8:
         return None
     return width, panel
 

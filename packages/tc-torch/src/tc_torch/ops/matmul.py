@@ -103,12 +103,16 @@ TENSOR_CORE_CONFIGS = [
     # against 371, 3000^3 448 against 436; slower at 4096^3 (624 against 698), 2304^3 and 4104^3.
     # Before sm_90 they run on mma.sync with 56 bytes of spills (the tuner times them there too).
     _cfg(192, 192, 64, 12, 4), _cfg(192, 192, 64, 12, 3, **PERSISTENT),
-    # the same in clusters of 2 that multicast B: where rows 16 bytes but not 32 apart (4104,
-    # 3000, 2056 halves) cut L2's sectors, halving B's reads from L2 pays most. H100,
-    # 2026-11-27, TFLOPS forced (tools/bench_matmul_shapes.py) against 128x256x64/8/4
-    # persistent overlapped with multicast and torch: 4104^3 550 against 504 (torch 644), 2056^3
-    # 435 against 339 (550), 3000^3 536 against 520 (633)
-    _cfg(192, 192, 64, 12, 3, **PERSISTENT, cluster_multicast=True),
+    # the same in clusters of 2 that multicast a shared tile: where rows 16 bytes but not 32
+    # apart (4104, 3000, 2056 halves) cut L2's sectors, halving an operand's reads from L2 pays
+    # most. H100, 2026-11-27, TFLOPS forced (tools/bench_matmul_shapes.py) against
+    # 128x256x64/8/4 persistent overlapped with multicast and torch: 4104^3 550 against 504
+    # (torch 644), 2056^3 435 against 339 (550), 3000^3 536 against 520 (633). Programs in
+    # rows (GROUP_SIZE 1: programs t and t ^ 1 side by side, sharing A) rather than in groups
+    # of 8 rows (sharing B): H100, thirty-seventh session, two runs, 4104^3 560 / 567 against
+    # 552 / 551, 2056^3 424 / 433 against 408 / 407, 5000^3 539 / 543 against 526, 4096^3
+    # 629 / 621 against 623 (cuBLAS's kernels at these shapes run in clusters of 2 as well)
+    _cfg(192, 192, 64, 12, 3, 1, **PERSISTENT, cluster_multicast=True),
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
