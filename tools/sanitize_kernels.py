@@ -77,7 +77,8 @@ def matmul_cases() -> Iterator[tuple[str, str, Any, bool, bool]]:
 
     lists = (("fp16", False, mm.TENSOR_CORE_CONFIGS), ("tf32", False, mm.TF32_CONFIGS),
              ("tf32", True, [c for c in mm.TF32_K_MAJOR_B_CONFIGS
-                            if c.key() not in {t.key() for t in mm.TF32_CONFIGS}]))
+                            if c.key() not in {t.key() for t in mm.TF32_CONFIGS}]),
+             ("fp16", False, extra_fp16_configs()))
     for dname, b_k_major_only, cfgs in lists:
         for cfg in cfgs:
             for ta in (False, True):
@@ -85,6 +86,16 @@ def matmul_cases() -> Iterator[tuple[str, str, Any, bool, bool]]:
                     yield f"{dname} {cfg} ta={ta:d} tb={tb:d}", dname, cfg, ta, tb
     for cfg in mm.STREAM_K_CONFIGS:
         yield f"fp16 stream-K {cfg}", "fp16-streamk", cfg, False, False
+
+
+def extra_fp16_configs() -> list[Any]:
+    """Configurations that are not the tuner's but whose code differs: tiles 176 columns wide,
+    whose B panels are partial (tc_opt.dot_layouts.PARTIAL_PANELS_BELOW); their labels hold
+    'NB': '176'."""
+    from tc_torch.ops import matmul as mm
+
+    return [mm._cfg(128, 176, 64, 8, 3), mm._cfg(192, 176, 64, 12, 3, 1, **mm.PERSISTENT, cluster_multicast=True),
+            mm._cfg(128, 176, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True)]
 
 
 def _operand(rows: int, cols: int, batch: int, transposed: bool, aligned: bool, dtype: Any) -> Any:
