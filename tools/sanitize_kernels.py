@@ -90,7 +90,7 @@ def matmul_cases() -> Iterator[tuple[str, str, Any, bool, bool]]:
 
 def extra_fp16_configs() -> list[Any]:
     """Configurations that are not the tuner's but whose code differs: tiles 176 columns wide,
-    whose B panels are partial (tc_opt.dot_layouts.PARTIAL_PANELS_BELOW); their labels hold
+    whose B panels are partial (tc_opt.dot_layouts.PARTIAL_PANEL_PADDING); their labels hold
     'NB': '176'."""
     from tc_torch.ops import matmul as mm
 

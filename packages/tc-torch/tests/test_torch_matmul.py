@@ -885,7 +885,7 @@ def test_batched_padded_products_on_the_fast_path_on_the_gpu(kind: str, monkeypa
 
 
 #: Tiles 176 columns wide: B's rows (N-contiguous) in 128-byte swizzle panels of 64, 64 and 48
-#: columns, stored and copied whole (tc_opt.dot_layouts.PARTIAL_PANELS_BELOW); plain TMA, cp.async
+#: columns, stored and copied whole (tc_opt.dot_layouts.PARTIAL_PANEL_PADDING); plain TMA, cp.async
 #: copies into the same panels, and persistent kernels with and without multicast.
 PARTIAL_PANEL_CONFIGS = [mm._cfg(128, 176, 64, 8, 3), tc_runtime.config(defines={"MB": 128, "NB": 176, "KB": 64},
                                                                          num_warps=8, num_stages=3, options={"tma": False}),

@@ -127,22 +127,24 @@ def dot_operand_layout(parent: Layout, index: int, element: ElementType) -> DotO
     return DotOperand(parent, index, k_width)
 
 
-#: The widest swizzle (bytes) that a wgmma operand's rows may be left with; rows that only a
-#: narrower one divides take the 128-byte swizzle with a partial last panel: one TMA box per 64
-#: halves instead of eleven of 16 for 176, whose 32-byte swizzle starved the tensor cores (H100,
-#: 2026-11-27, 192x176 tiles at 4104^3: 280 TFLOPS against 551 for 192x192). Rows that the
-#: 64-byte swizzle divides (96, 160 halves) keep it: a partial panel would read a third or a
-#: fifth more of the operand.
-PARTIAL_PANELS_BELOW = 32
+#: How much of a wgmma operand's row storage may be padding: rows longer than 128 bytes that
+#: are not a whole number of 128-byte panels take the 128-byte swizzle anyway, the last panel
+#: partial and stored whole, where that pads them by at most this fraction (176 halves: 8%,
+#: 160: 17%; 96 keeps the 64-byte swizzle, 25%). One TMA box per 64 halves instead of eleven of
+#: 16 (176: the 32-byte swizzle) or five of 32 (160: 64 bytes). H100, thirty-seventh session,
+#: TFLOPS forced (tools/bench_matmul_shapes.py), narrower swizzle / partial panels: 192x176/12/3
+#: persistent multicast at 4104^3 382 / 507; 192x160 the same 421 / 473, 3000^3 374 / 418;
+#: 128x160/8/4 persistent at 5120^3 584 / 638; 256x160/8/3 persistent at 5120^3 660 / 662.
+PARTIAL_PANEL_PADDING = 0.2
 
 
 def shared_layout(shape: tuple[int, ...], order: tuple[int, ...], element: ElementType, swizzle: bool,
                   partial_panels: bool = False) -> Shared:
     """A Shared layout for a tile stored with dimension order[0] contiguous. With `swizzle` the
     16-byte chunks of each row are XOR-permuted (conflict-free ldmatrix and cp.async).
-    `partial_panels` (wgmma operands): rows longer than 128 bytes that only a swizzle of
-    PARTIAL_PANELS_BELOW bytes or less divides take the 128-byte swizzle instead, the last panel
-    partial (176 halves: panels of 64, 64 and 48) and stored whole (TileType.storage_numel)."""
+    `partial_panels` (wgmma operands): rows longer than 128 bytes take the 128-byte swizzle
+    where PARTIAL_PANEL_PADDING allows, the last panel partial (176 halves: panels of 64, 64
+    and 48) and stored whole (TileType.storage_numel)."""
     if not swizzle:
         return Shared(1, 1, 1, order)
     eb = max(1, element.bits // 8)
@@ -153,7 +155,8 @@ def shared_layout(shape: tuple[int, ...], order: tuple[int, ...], element: Eleme
     # the widest swizzle (128, 64, 32 or 16 bytes) that divides the row: rows of a tile dimension
     # that is not a power of two (96 halves: 192 bytes) are swizzled in panels of that width
     width = next(w for w in (128, 64, 32, 16) if row_bytes % w == 0)
-    if partial_panels and row_bytes > 128 and width <= PARTIAL_PANELS_BELOW:
+    padded = -(-row_bytes // 128) * 128
+    if partial_panels and row_bytes > 128 and padded - row_bytes <= PARTIAL_PANEL_PADDING * padded:
         width = 128
     return Shared(vec, 128 // width, width // 16, order)
 
