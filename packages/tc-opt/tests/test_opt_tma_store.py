@@ -73,6 +73,17 @@ def test_tutorial_epilogue_becomes_a_tma_store() -> None:
     assert all(v.type == I32 for v in st.operands[1:])
 
 
+@pytest.mark.parametrize("nb, swizzle", [(176, 32), (160, 64), (96, 64), (192, 128)])
+def test_tiles_not_a_whole_number_of_128_byte_panels_store_in_narrower_panels(nb: int, swizzle: int) -> None:
+    # the widest swizzle that divides the rows: 176 halves in 11 panels of 16 columns (32 bytes),
+    # 160 and 96 in panels of 32 (64 bytes); each panel buffer is 128 rows x the swizzle's bytes
+    m = _gpu_ir(TUTORIAL, defines={"TYPE": "half", "MB": 128, "NB": nb, "KB": 64})
+    (st,) = _ops(m, O.TmaStoreOp)
+    assert isinstance(st, O.TmaStoreOp) and not _ops(m, O.StoreOp)
+    assert st.swizzle == swizzle and tuple(st.box) == (swizzle // 2, 128)
+    assert scratch_bytes(st) == panel_buffers(st) * 128 * swizzle
+
+
 def test_tma_store_lets_a_persistent_four_stage_tile_fit() -> None:
     from tc_nvptx.compiler import frontend_module
 

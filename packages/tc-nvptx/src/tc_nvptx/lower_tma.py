@@ -29,7 +29,7 @@ from tc_ir.ops import (
 from tc_ir.types import ScalarType, TileType
 from tc_opt.shared_alloc import loops_of, runs_first_in_shared_memory
 from tc_opt.tma import tensor_map_count
-from tc_opt.tma_store import SWIZZLE, panel_buffers, panel_by_panel, reads_pending
+from tc_opt.tma_store import panel_buffers, panel_by_panel, reads_pending
 
 from .context import Ctx, lowering_error
 from .layout_math import DimMap, ThreadMap
@@ -337,7 +337,8 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     panel = int(op.box[0])
     panels = t.shape[fast] // panel
     nbuf = panel_buffers(op)
-    buf_bytes = t.shape[slow] * SWIZZLE
+    width = int(op.swizzle)  # bytes per row of a panel: 128, 64 or 32
+    buf_bytes = t.shape[slow] * width
     m = src.map
     span = _thread_span(m.dims[fast])
     vw = _vector_width(m, fast, eb)
@@ -363,8 +364,8 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
         stm_row = b.add(warp_row, b.add(b.and_(lane, ir.Constant(I32, 7)),  # + l % 8 + 8 (l / 16)
                                         b.and_(b.lshr(lane, ir.Constant(I32, 1)), ir.Constant(I32, 8))))
         stm_unit = b.xor(b.and_(b.lshr(lane, ir.Constant(I32, 3)), ir.Constant(I32, 1)),  # column 8 (l / 8 % 2)
-                         b.and_(stm_row, ir.Constant(I32, 7)))
-        stm_base = b.gep(base, [b.mul(stm_row, ir.Constant(I32, SWIZZLE))], inbounds=True,
+                         _phase(b, stm_row, width))
+        stm_base = b.gep(base, [b.mul(stm_row, ir.Constant(I32, width))], inbounds=True,
                          source_etype=ir.IntType(8))
         stm_units: dict[int, ir.Value] = {}
     leader = ctx.thread0()
@@ -407,7 +408,7 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
                 if unit not in stm_units:
                     shifted = b.shl(b.xor(stm_unit, ir.Constant(I32, unit)), ir.Constant(I32, 4))
                     stm_units[unit] = b.gep(stm_base, [shifted], inbounds=True, source_etype=ir.IntType(8))
-                at = (key[fast] // panel) % nbuf * buf_bytes + key[slow] * SWIZZLE
+                at = (key[fast] // panel) % nbuf * buf_bytes + key[slow] * width
                 tops = [_along(key, slow, key[slow] + dr) for dr in (0, 8)]
                 regs = [pack_pair(ctx, src.vals[_along(t, fast, key[fast] + dc)],
                                   src.vals[_along(t, fast, key[fast] + dc + 1)]) for t in tops for dc in (0, 8)]
@@ -422,8 +423,8 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
                 c = b.and_(cc, ir.Constant(I32, panel - 1))
                 buf = b.mul(b.lshr(cc, ir.Constant(I32, panel.bit_length() - 1)), ir.Constant(I32, buf_bytes))
             byte = b.mul(c, ir.Constant(I32, eb))
-            unit = b.xor(b.lshr(byte, ir.Constant(I32, 4)), b.and_(r, ir.Constant(I32, 7)))
-            off = b.add(b.add(buf, b.mul(r, ir.Constant(I32, SWIZZLE))),
+            unit = b.xor(b.lshr(byte, ir.Constant(I32, 4)), _phase(b, r, width))
+            off = b.add(b.add(buf, b.mul(r, ir.Constant(I32, width))),
                         b.add(b.shl(unit, ir.Constant(I32, 4)), b.and_(byte, ir.Constant(I32, 15))))
             ptr = b.gep(base, [off], inbounds=True, source_etype=ir.IntType(8))
             vals = [src.vals[_along(key, fast, key[fast] + i)] for i in range(vw)]
@@ -451,6 +452,15 @@ def lower_tma_store(ctx: Ctx, op: TmaStoreOp) -> None:
     if not in_loop:
         with b.if_then(leader):
             _wait_for_bulk_reads(ctx, 0)
+
+
+def _phase(b: ir.IRBuilder, row: ir.Value, width: int) -> ir.Value:
+    """The 16-byte unit a row's unit 0 moves to in a panel of `width`-byte rows swizzled as TMA
+    swizzles them (the unit index XOR address bits 7.. of the row: (row / (128 / width)) modulo
+    width / 16; row % 8 for 128 bytes)."""
+    shift = (128 // width).bit_length() - 1
+    shifted = b.lshr(row, ir.Constant(I32, shift)) if shift else row
+    return b.and_(shifted, ir.Constant(I32, width // 16 - 1))
 
 
 def _wait_for_bulk_reads(ctx: Ctx, pending: int) -> None:

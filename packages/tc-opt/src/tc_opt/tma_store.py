@@ -44,8 +44,16 @@ from .resources import max_shared_bytes
 from .shared_alloc import allocate, loops_of
 from .tma import ELEMENTS, UNBOUNDED, mask_extents, matrix_tile, tensor_map_count
 
-#: The swizzle of the shared panels (bytes per row of a panel: the box's inner extent).
-SWIZZLE = 128
+#: The swizzles of the shared panels, widest first (bytes per row of a panel: the box's inner
+#: extent): the widest that divides the tile's rows (176 halves: 32-byte panels of 16 columns,
+#: eleven bulk stores; a store's panels are written once per tile, not once per k-step).
+SWIZZLES = (128, 64, 32)
+SWIZZLE = SWIZZLES[0]
+
+
+def store_swizzle(row_bytes: int) -> int | None:
+    """The swizzle of the panels of a tile whose rows are `row_bytes` long (None: none divides)."""
+    return next((s for s in SWIZZLES if row_bytes % s == 0), None)
 #: Ops that access global memory through the generic proxy (a bulk store is not ordered with them).
 GENERIC_MEMORY = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp, AsyncCopyOp)
 
@@ -76,10 +84,11 @@ def panel_by_panel(op: TmaStoreOp) -> bool:
 
 
 def scratch_bytes(op: TmaStoreOp) -> int:
-    """Shared bytes of the store's panel buffers (each rows x 128 bytes, 1024-byte aligned)."""
+    """Shared bytes of the store's panel buffers (each rows x the swizzle's bytes, 1024-byte
+    aligned)."""
     t = op.operands[0].type
     assert isinstance(t, TileType)
-    return panel_buffers(op) * t.shape[1 - int(op.fast)] * SWIZZLE
+    return panel_buffers(op) * t.shape[1 - int(op.fast)] * int(op.swizzle)
 
 
 def _last_memory_access(f: Function, store: StoreOp) -> bool:
@@ -109,9 +118,10 @@ def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | Non
         return None
     fast, slow = mt.fast, 1 - mt.fast
     start, outer = mt.start, mt.outer
-    panel = SWIZZLE // e.bytes
-    if vt.shape[fast] % panel or vt.shape[slow] > 256 or vt.shape[slow] % 8:
+    swizzle = store_swizzle(vt.shape[fast] * e.bytes)
+    if swizzle is None or vt.shape[slow] > 256 or vt.shape[slow] % 8:
         return None
+    panel = swizzle // e.bytes
     extent = mask_extents(f, store.operands[2] if len(store.operands) > 2 else None, mt.start)
     if extent is None:
         return None
@@ -127,7 +137,7 @@ def plan_store(f: Function, store: StoreOp, descriptor: int) -> TmaStoreOp | Non
         "descriptor": descriptor, "base": mt.base_arg, "fast": fast,
         "extents": (*extent[fast], *extent[slow], *((-1, UNBOUNDED) * len(outer))),
         "stride": (mt.stride_arg, 1, *(x for _, arg in outer for x in (arg, 1))),
-        "box": (panel, vt.shape[slow], *(1,) * len(outer)), "swizzle": SWIZZLE,
+        "box": (panel, vt.shape[slow], *(1,) * len(outer)), "swizzle": swizzle,
     }
     block = store.parent
     assert block is not None
