@@ -82,8 +82,10 @@ TENSOR_CORE_CONFIGS = [
     # 256x160 (no producer warp: its accumulator leaves too few registers under 9 warps): 5120^3
     # is 640 such tiles, 5 for each of 128 CTAs, where 128x256 tiles give 7 to some CTAs and 6
     # to others. H100, 2026-11-26, tutorial kernel x cuBLAS in 7 interleaved rounds: 0.968
-    # against 0.945 for 128x256x64/8/3 persistent (0.845 for 128x160)
-    _cfg(256, 160, 64, 8, 3, **PERSISTENT),
+    # against 0.945 for 128x256x64/8/3 persistent (0.845 for 128x160). Without a bulk store: in
+    # 64-byte panels (tc_opt.tma_store.store_swizzle) it ran 5120^3 at 634 TFLOPS against 665
+    # without (H100, thirty-seventh session)
+    _cfg(256, 160, 64, 8, 3, persistent=True),
     # 64x128 tiles with K steps of 64: products too small to give every SM a 128x128 tile.
     # H100, 2026-11-27, Nsight cycles of one launch (cuBLAS 14.2 k at 1024^3, 25.6 k at 1536^3):
     # 1024^3 /4/6 14.1 k, /4/4 15.2 k, /4/3 18.1 k against 17.9 k for the best 128x128 tile;
