@@ -5,7 +5,7 @@ torch's copy_ (how tc_torch copied before), and the whole product against torch.
     python tools/bench_matmul_padded.py [--sizes 2100,2500,4100] [--dtype float16]
 
 Per size N (N x N operands, rows N apart): host time per call (the best of 5 rounds of 100
-back-to-back calls, microseconds) of one operand's copy both ways and of tc_torch.matmul and
+back-to-back calls, microseconds: bench_torch_gpu_host.host_us) of one operand's copy both ways and of tc_torch.matmul and
 torch.matmul; GPU time (do_bench, median) of the copies and of both products. Every copy is
 checked bit for bit and the product against torch's. Not a test: it needs a CUDA GPU. The last
 line, `SUMMARY: ...`, is what tools/gpu_check.py reports.
@@ -15,32 +15,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 
 import torch
 
 import tc_torch
+from bench_torch_gpu_host import host_us  # (tools/, this script's folder)
 from tc_runtime.testing import do_bench
 from tc_torch.ops import matmul as mm
 from tc_torch.ops import pad_rows
 
 CPU = torch.device("cpu")  # (pad_rows.padded copies with torch off the GPU path)
-
-
-def host_us(fn: Callable[[], object], calls: int = 100, rounds: int = 5) -> float:
-    """Best over `rounds` of the host time of `calls` back-to-back calls, in us per call."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls * 1e6)
-        torch.cuda.synchronize()
-    return best
 
 
 def run(n: int, dtype: torch.dtype) -> tuple[list[str], float, bool]:
@@ -72,7 +56,7 @@ def run(n: int, dtype: torch.dtype) -> tuple[list[str], float, bool]:
     ref = torch.matmul(a, b)
     err = float((got.float() - ref.float()).abs().max())
     ok &= err <= 1e-2 * float(ref.float().abs().max()) + 0.5
-    host = {name: host_us(fn) for name, fn in (("copy kernel", by_kernel), ("copy torch", by_torch),
+    host = {name: host_us(fn, calls=100) for name, fn in (("copy kernel", by_kernel), ("copy torch", by_torch),
                                                 ("tc matmul", lambda: tc_torch.matmul(a, b)),
                                                 ("torch matmul", lambda: torch.matmul(a, b)))}
     gpu = {name: do_bench(fn) * 1e3 for name, fn in (("copy kernel", by_kernel), ("copy torch", by_torch),

@@ -300,6 +300,16 @@ def test_the_copy_kernel_moves_bits_in_pieces(
         assert torch.equal(one.view(bits), mat[:1, 2:4].view(bits))
 
 
+def test_a_batch_of_one_with_an_odd_matrix_stride_copies_in_wide_pieces() -> None:
+    # (1, 3, 8) halves whose matrix stride (5) no wider piece divides: a single matrix, copied
+    # as one (longs on the interpreter: torch's view would refuse the stride)
+    x = torch.randn(100).half().as_strided((1, 3, 8), (5, 8, 1))
+    y = torch.zeros(1, 3, 64, dtype=torch.float16)[..., :8]
+    pad_rows.copy_rows(y, x, CPU)
+    assert torch.equal(y, x) and pad_rows.piece_width(x) == 8
+    assert torch.equal(pad_rows.padded(x, False, 8, CPU)[0], x)
+
+
 def test_the_copy_kernel_refuses_what_it_cannot_copy() -> None:
     x = torch.zeros(3, 5)
     with pytest.raises(ValueError, match="of one shape and dtype"):

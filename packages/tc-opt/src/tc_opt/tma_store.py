@@ -48,14 +48,13 @@ from .tma import ELEMENTS, UNBOUNDED, mask_extents, matrix_tile, tensor_map_coun
 #: extent): the widest that divides the tile's rows (176 halves: 32-byte panels of 16 columns,
 #: eleven bulk stores; a store's panels are written once per tile, not once per k-step).
 SWIZZLES = (128, 64, 32)
-SWIZZLE = SWIZZLES[0]
+#: Ops that access global memory through the generic proxy (a bulk store is not ordered with them).
+GENERIC_MEMORY = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp, AsyncCopyOp)
 
 
 def store_swizzle(row_bytes: int) -> int | None:
     """The swizzle of the panels of a tile whose rows are `row_bytes` long (None: none divides)."""
     return next((s for s in SWIZZLES if row_bytes % s == 0), None)
-#: Ops that access global memory through the generic proxy (a bulk store is not ordered with them).
-GENERIC_MEMORY = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp, AsyncCopyOp)
 
 
 def panel_count(op: TmaStoreOp) -> int:

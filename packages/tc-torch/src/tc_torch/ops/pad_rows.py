@@ -34,8 +34,9 @@ MAX_GRID = 65535
 #: The GPU kernels made so far, by (piece width, device index): the fast path's look-up.
 _KERNELS: dict[tuple[int, int], tc.Kernel] = {}
 
-#: Bit patterns torch copies as one element on the interpreter (complex128: 16 bytes of anything).
-_TORCH_PIECES = (torch.complex128, torch.int64, torch.int32)
+#: Bit patterns torch copies as one element on the interpreter, by width (complex128: 16 bytes of
+#: anything).
+_TORCH_PIECES = {16: torch.complex128, 8: torch.int64, 4: torch.int32}
 
 
 def padded_length(length: int) -> int:
@@ -73,10 +74,10 @@ def _shape(mat: torch.Tensor) -> tuple[int, int, int, int]:
     return 1, mat.shape[-2], mat.shape[-1], 0
 
 
-def _width(es: int, length: int, start: int, strides: tuple[int, ...]) -> int:
-    """The widest piece (8, 4, 2 or 1 bytes, at least an element of `es` bytes) that tiles rows
-    of `length` elements starting `start` elements in, with `strides` (rows, matrices)."""
-    for w in (8, 4, 2, 1):
+def _width(es: int, length: int, start: int, strides: tuple[int, ...], widths: tuple[int, ...] = (8, 4, 2, 1)) -> int:
+    """The widest piece among `widths` (bytes; at least an element of `es` bytes, else `es`) that
+    tiles rows of `length` elements starting `start` elements in, with `strides` (rows, matrices)."""
+    for w in widths:
         if w >= es and (length * es) % w == 0 and (start * es) % w == 0 and all((st * es) % w == 0 for st in strides):
             return w
     return es
@@ -94,6 +95,8 @@ def copy_rows(y: torch.Tensor, x: torch.Tensor, device: torch.device) -> None:
             (x.shape[-1] > 1 and (x.stride(-1) != 1 or y.stride(-1) != 1)):
         raise ValueError(f"tc_torch.copy_rows: y and x must be 2-D or 3-D of one shape and dtype with "
                          f"contiguous rows, got {tuple(y.shape)} {y.dtype} and {tuple(x.shape)} {x.dtype}")
+    if x.dim() == 3 and x.shape[0] == 1:  # (a batch of one: its matrix stride is no piece's concern)
+        x, y = x[0], y[0]
     width = min(piece_width(x), piece_width(y))
     es = x.element_size()
     z, rows, length, sx = _shape(x)
@@ -173,13 +176,10 @@ def fast_padded(x: torch.Tensor, transposed: bool, index: int) -> tuple[torch.Te
 def _torch_piece(mat: torch.Tensor) -> torch.dtype | None:
     """The widest type whose elements are whole runs of `mat`'s rows (rows contiguous), for
     torch's copy on the interpreter; None when no wider type fits (odd lengths or strides)."""
-    es = mat.element_size()
-    for wide in _TORCH_PIECES:
-        w = wide.itemsize
-        if w > es and (mat.shape[-1] * es) % w == 0 and (mat.storage_offset() * es) % w == 0 and \
-                all((st * es) % w == 0 for st in mat.stride()[:-1]):
-            return wide
-    return None
+    es = mat.element_size()  # (every stride counts: torch's view checks a batch of one's too)
+    w = _width(es, mat.shape[-1], int(mat.storage_offset()), tuple(int(s) for s in mat.stride()[:-1]),
+               tuple(_TORCH_PIECES))
+    return _TORCH_PIECES[w] if w > es else None
 
 
 __all__ = ["PAD_ROWS_TO", "copy_rows", "fast_padded", "padded", "padded_length", "piece_width"]
