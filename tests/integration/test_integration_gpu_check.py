@@ -90,7 +90,7 @@ def test_the_pooled_section_reports_each_products_pooled_ratio(
                                "tc / torch 1.004 (0.985-1.020) over 27 rounds; 2 of 3 runs at least 1.0; "
                                "tuner chose 128x256x64/8/4 (2x); 256x128x64/8/3 (1x)")]
     # only when named: not among the sections a bare `gpu_check.py` runs
-    assert [name for name, _ in gpu_check.EXPLICIT_SECTIONS] == ["matmul pooled", "matmul ragged"]
+    assert [name for name, _ in gpu_check.EXPLICIT_SECTIONS] == ["matmul pooled", "matmul ragged", "matmul padded"]
 
 
 def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
@@ -130,6 +130,29 @@ def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(
         ("matmul tf32 4095x4095x4095 dA = dC B^T", "tc 150.0 TFLOPS, x torch 0.50, x tc unpadded 1.50"),
         ("matmul fp16 sweep 2056,2100,2500,3000,3001,4104,4100,5000,7000, interleaved",
          "9 sizes; tc / Triton min 4.081 at 2100")]
+
+
+@pytest.mark.parametrize("code, result", [(0, "PASS"), (1, "FAIL")])
+def test_the_padded_section_reports_the_host_time_ratios(monkeypatch: pytest.MonkeyPatch, code: int,
+                                                         result: str) -> None:
+    import subprocess
+    from typing import Any
+
+    seen: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        out = "| N | what |\nSUMMARY: host time torch / tc per call 2100: 0.29, 2500: 0.30" + (" WRONG" if code else "")
+        return subprocess.CompletedProcess(cmd, code, out + "\n", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    report = gpu_check.Report()
+    gpu_check.matmul_padded(report)
+    (cmd,) = seen
+    assert cmd[1].endswith("bench_matmul_padded.py")
+    assert report.checks == [("matmul padded: copies bit for bit, products equal torch's", result, f"exit {code}")]
+    assert report.numbers == [("matmul padded", "host time torch / tc per call 2100: 0.29, 2500: 0.30"
+                               + (" WRONG" if code else ""))]
 
 
 def test_the_sanitizer_runs_in_four_sections_that_compile_the_matmuls_once(

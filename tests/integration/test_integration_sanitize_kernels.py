@@ -16,9 +16,13 @@ import sanitize_kernels  # noqa: E402
 def test_every_configuration_in_every_layout_it_may_run_in() -> None:
     cases = list(sanitize_kernels.matmul_cases())
     tf32_k_major_only = [c for c in mm.TF32_K_MAJOR_B_CONFIGS if c.key() not in {t.key() for t in mm.TF32_CONFIGS}]
+    extra = sanitize_kernels.extra_fp16_configs()
     assert len(cases) == 4 * len(mm.TENSOR_CORE_CONFIGS) + 4 * len(mm.TF32_CONFIGS) \
-        + 2 * len(tf32_k_major_only) + len(mm.STREAM_K_CONFIGS)
+        + 2 * len(tf32_k_major_only) + len(mm.STREAM_K_CONFIGS) + 4 * len(extra)
     assert len({label for label, *_ in cases}) == len(cases)  # (labels name one case each: --match)
+    # the extra tiles are 176 columns wide (partial swizzle panels) and none is the tuner's
+    assert all(c.defines["NB"] == "176" for c in extra) and not {c.key() for c in extra} & {
+        c.key() for c in mm.TENSOR_CORE_CONFIGS}
 
 
 def test_the_shapes_cover_aligned_odd_and_unaligned_c_rows() -> None:
