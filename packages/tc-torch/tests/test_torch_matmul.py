@@ -310,6 +310,15 @@ def test_a_batch_of_one_with_an_odd_matrix_stride_copies_in_wide_pieces() -> Non
     assert torch.equal(pad_rows.padded(x, False, 8, CPU)[0], x)
 
 
+def test_copies_past_the_kernels_int_offsets_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a limit of 100 elements stands for 2**31: the kernel refuses such a copy by name (the
+    # general path copies with torch instead, and matmul's check_extent refuses the product)
+    monkeypatch.setattr(pad_rows, "INT32_LIMIT", 100)
+    assert pad_rows.offsets_fit(99, 50) and not pad_rows.offsets_fit(99, 100)
+    with pytest.raises(ValueError, match="int offsets"):
+        pad_rows.copy_rows(torch.zeros(3, 64)[:, :40], torch.ones(3, 40), CPU)
+
+
 def test_the_copy_kernel_refuses_what_it_cannot_copy() -> None:
     x = torch.zeros(3, 5)
     with pytest.raises(ValueError, match="of one shape and dtype"):

@@ -20,7 +20,7 @@ from ..devices import (FLOAT_DTYPES, INT32_LIMIT, acc_type, check_extent, check_
                        device_of, extent, launch, on_cuda, tc_type)
 from ..library import get_kernel
 from . import transpose as transpose_op
-from .pad_rows import fast_padded, padded, padded_length
+from .pad_rows import fast_padded, padded
 
 OP = "tc_torch.matmul"
 PRECISIONS = ("ieee", "tf32")
@@ -555,14 +555,12 @@ def _fast_padded(x: torch.Tensor, layout: tuple[bool, int, int], z: int, index: 
     rows on the GPU `index` (pad_rows.fast_padded), with its new layout and batch stride; None
     where the general path must copy (or refuse the copy's extent, as check_extent does)."""
     transposed, ld, _ = layout
-    rows, length = (x.shape[-1], x.shape[-2]) if transposed else (x.shape[-2], x.shape[-1])
-    new_ld = padded_length(length)
-    if z * rows * new_ld >= INT32_LIMIT:
-        return None
     got = fast_padded(x, transposed, index)
     if got is None:
         return None
-    return got[0], (transposed, new_ld, (rows - 1) * new_ld + length), rows * new_ld if z > 1 else 0
+    y, new_ld = got
+    rows, length = (x.shape[-1], x.shape[-2]) if transposed else (x.shape[-2], x.shape[-1])
+    return y, (transposed, new_ld, (rows - 1) * new_ld + length), rows * new_ld if z > 1 else 0
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tensor:

@@ -13,7 +13,7 @@ import torch
 
 import tc_runtime as tc
 
-from ..devices import launch, on_cuda
+from ..devices import INT32_LIMIT, GridFn, extent, launch, on_cuda
 from ..library import get_kernel
 
 #: The padded rows' length is a multiple of this many elements (128 bytes of halves: every row
@@ -88,6 +88,20 @@ def fits_grid(length: int, element_size: int, z: int) -> bool:
     return z <= MAX_GRID and -(-length * element_size // ROW_BYTES) <= MAX_GRID
 
 
+def offsets_fit(*spans: int) -> bool:
+    """Whether tensors spanning `spans` elements keep the kernel's int offsets in range (a padded
+    copy may span more than its source: the general path then copies with torch and matmul's
+    check_extent names the problem)."""
+    return all(s < INT32_LIMIT for s in spans)
+
+
+def _grid(rows: int, pieces: int, z: int) -> GridFn:
+    """The copy's grid: blocks of TR rows, blocks of TC pieces, matrices."""
+    def grid(opt: tc.Options) -> tuple[int, int, int]:
+        return tc.cdiv(rows, opt.TR), tc.cdiv(pieces, opt.TC), z
+    return grid
+
+
 def copy_rows(y: torch.Tensor, x: torch.Tensor, device: torch.device) -> None:
     """y = x by the kernel, for 2-D or 3-D x and y of one shape and dtype with contiguous rows
     (stride 1 along the last dimension), on `device` (the GPU, or the interpreter)."""
@@ -104,6 +118,9 @@ def copy_rows(y: torch.Tensor, x: torch.Tensor, device: torch.device) -> None:
     if not fits_grid(length, es, z):
         raise ValueError(f"tc_torch.copy_rows: {z} matrices of rows of {length} elements are more "
                          f"than the copy's grid holds")
+    if not offsets_fit(extent(x), extent(y)):
+        raise ValueError(f"tc_torch.copy_rows: tensors of shape {tuple(x.shape)} span more elements than "
+                         f"the kernel's int offsets allow (2**31 - 1)")
     if x.numel() == 0:
         return
     kern = kernel(width, device)
@@ -112,11 +129,7 @@ def copy_rows(y: torch.Tensor, x: torch.Tensor, device: torch.device) -> None:
     ldy = int(y.stride(-2)) // per
     if not on_cuda(device):  # (the interpreter reads the tensors themselves: as pieces)
         x, y = x.view(PIECES[width][1]), y.view(PIECES[width][1])
-
-    def grid(opt: tc.Options) -> tuple[int, int, int]:
-        return tc.cdiv(rows, opt.TR), tc.cdiv(length // per, opt.TC), z
-
-    launch(kern, device, grid, x, y, rows, length // per, ldx, ldy, sx // per, sy // per)
+    launch(kern, device, _grid(rows, length // per, z), x, y, rows, length // per, ldx, ldy, sx // per, sy // per)
 
 
 def padded(x: torch.Tensor, transposed: bool, ld: int, device: torch.device) -> tuple[torch.Tensor, int]:
@@ -129,8 +142,10 @@ def padded(x: torch.Tensor, transposed: bool, ld: int, device: torch.device) -> 
     mat = x.transpose(-1, -2) if transposed else x  # rows contiguous
     length = mat.shape[-1]
     new_ld = padded_length(length)
-    y = torch.empty((*mat.shape[:-1], new_ld), dtype=x.dtype, device=x.device)[..., :length]
-    if on_cuda(device) and fits_grid(length, x.element_size(), _shape(mat)[0]):
+    buf = torch.empty((*mat.shape[:-1], new_ld), dtype=x.dtype, device=x.device)
+    y = buf[..., :length]
+    if on_cuda(device) and fits_grid(length, x.element_size(), _shape(mat)[0]) and \
+            offsets_fit(extent(mat), buf.numel()):
         copy_rows(y, mat, device)
     else:
         wide = _torch_piece(mat)
@@ -158,18 +173,14 @@ def fast_padded(x: torch.Tensor, transposed: bool, index: int) -> tuple[torch.Te
         return None
     width = _width(es, length, int(x.storage_offset()), (s_row, sx))
     kern = _KERNELS.get((width, index))
-    if kern is None or not fits_grid(length, es, z):
-        return None
     new_ld = padded_length(length)
+    if kern is None or not fits_grid(length, es, z) or not offsets_fit(z * rows * new_ld):
+        return None  # (the source's span: the caller's fast path checked it)
     y = x.new_empty(z * rows * new_ld)
     per = width // es
     pieces = length // per
-
-    def grid(opt: tc.Options) -> tuple[int, int, int]:
-        return tc.cdiv(rows, opt.TR), tc.cdiv(pieces, opt.TC), z
-
     kern(x.data_ptr(), y.data_ptr(), rows, pieces, s_row // per, new_ld // per, sx // per,
-         rows * new_ld // per if z != 1 else 0, grid=grid)
+         rows * new_ld // per if z != 1 else 0, grid=_grid(rows, pieces, z))
     return y, new_ld
 
 
