@@ -69,6 +69,7 @@ def test_encode_call_and_cache() -> None:
     dtype, rank, address, dims, strides, box, elem_strides, interleave, swizzle, l2, oob = cu.calls[0]
     assert (dtype, rank, address, dims, strides, box, elem_strides) == (6, 2, 0x10000, [200, 300], [512], [64, 128], [1, 1])
     assert (interleave, swizzle, oob) == (0, 3, 0)  # no interleave, 128-byte swizzle, zeros outside
+    assert l2 == 2  # CU_TENSOR_MAP_L2_PROMOTION_L2_128B (256 bytes slowed rows split across sectors)
     assert cache.get(MAP_A, _args()) is first and cache.encoded == 1  # same tensors: no driver call
     cache.get(MAP_A, _args(m=301))
     cache.get(MAP_A, _args(m=302))

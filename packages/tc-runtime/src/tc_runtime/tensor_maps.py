@@ -36,8 +36,14 @@ DATA_TYPES = {"f16": 6, "f32": 7, "bf16": 9}
 ELEMENT_BYTES = {"f16": 2, "f32": 4, "bf16": 2}
 #: CUtensorMapSwizzle of each swizzle width in bytes.
 SWIZZLES = {32: 1, 64: 2, 128: 3}
-#: CU_TENSOR_MAP_L2_PROMOTION_L2_256B (as Triton's maps), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (zeros).
-L2_PROMOTION = 3
+#: CU_TENSOR_MAP_L2_PROMOTION_L2_128B: a miss in L2 fetches the 128-byte line of the box's row.
+#: With 256 bytes (Triton's maps; tc's until the thirty-eighth session) rows 16 bytes but not 32
+#: apart (4104, 5000, 3000 halves) fetched and moved more than they used. H100, fp16 TFLOPS forced,
+#: 256 -> 128 bytes: 4104^3 192x192 p,s,m,g1 563 -> 597, without multicast 448 -> 523; 5000^3
+#: 128x256 p,s,o,m 561 -> 564-602, 256x160 p 425 -> 482-498; 3000^3 192x192 g1 556-560 -> 586-591;
+#: rows 32 bytes apart (4096^3, 4112^3, 8192^3) the same within the noise.
+L2_PROMOTION = 2
+#: CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros outside the tensor.
 OOB_FILL_ZEROS = 0
 #: The largest extent a map may have (cuTensorMapEncodeTiled: at most 2^32).
 MAX_EXTENT = 1 << 32
