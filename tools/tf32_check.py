@@ -11,7 +11,8 @@ A configuration's trailing `p` asks for a persistent grid, `s` for a bulk-store 
 no producer warp (a persistent grid whose programs each run the plain pipeline), `w` for a producer
 warpgroup that hands its registers to the consumers (CompileOptions.producer_warpgroup: a producer
 for A B too, whose B^T is read into registers), `m` for clusters of 2 that multicast the tiles
-two programs share (CompileOptions.cluster_multicast), `o` for the overlapped epilogue
+two programs share (CompileOptions.cluster_multicast; with `q` too, clusters of 4 over 2 x 2
+tiles sharing both operands: CompileOptions.cluster_2x2), `o` for the overlapped epilogue
 (CompileOptions.overlap_epilogue), `g16` for 16 rows of tiles per group of the program
 order (GROUP_SIZE; 8 by default).
 """
@@ -92,7 +93,7 @@ def check_correctness(configs_of: Callable[[str], list[Any]], layouts: tuple[str
 #: Letters of `--configs` for a configuration's schedule options: (option, value).
 OPTION_LETTERS = {"p": ("persistent", True), "s": ("tma_store", True), "n": ("warp_specialize", False),
                   "w": ("producer_warpgroup", True), "m": ("cluster_multicast", True),
-                  "o": ("overlap_epilogue", True), "k": ("stream_k", True)}
+                  "q": ("cluster_2x2", True), "o": ("overlap_epilogue", True), "k": ("stream_k", True)}
 
 
 def parse_config(text: str, config: Callable[..., Any]) -> Any:

@@ -103,11 +103,12 @@ def every_op_module() -> O.Module:
       stride=(1, 2), box=(16, 16), swizzle=64)
     e(O.MBarrierWaitOp, [bars, one0, one0], [])
     e(O.MBarrierArriveOp, [bars, one0, yes], [])
-    # clusters of 2 that multicast a shared tile (CompileOptions.cluster_multicast)
+    # clusters that multicast a shared tile (CompileOptions.cluster_multicast, cluster_2x2)
     e(O.ClusterBarrierOp, [], [])
-    e(O.TmaLoadOp, [slot, bars, one0, yes, one0, n, yes], [], descriptor=1, base=0, extents=(1, 0, -1, 64),
+    e(O.TmaLoadOp, [slot, bars, one0, yes, one0, n, one0], [], descriptor=1, base=0, extents=(1, 0, -1, 64),
       stride=(1, 2), box=(16, 16), swizzle=64, multicast=True, half_descriptor=3)
     e(O.MBarrierArriveOp, [bars, one0, yes, yes], [], cluster=True, per_warpgroup=True)
+    e(O.MBarrierArriveOp, [bars, one0, yes, yes, yes], [], cluster=True)
     e(O.TmaStoreOp, [fm, one0, n], [], descriptor=2, base=0, fast=1, extents=(1, 0, -1, 2147483647),
       stride=(1, 1), box=(16, 16), swizzle=32)
     # warp specialization: a producer region and a consumer region

@@ -314,28 +314,32 @@ TMA = """
 
 
 def test_multicast_copies_and_cluster_arrivals() -> None:
-    """A multicast tma_load takes the `shared` flag after its coordinates and a box of the whole
-    tile; it splits the rows (through `half_descriptor`) or an even number of panels. A cluster
-    arrive takes the `paired` flag."""
+    """A multicast tma_load takes the partner's rank bit (an i32) after its coordinates and a box
+    of the whole tile; it splits the rows (through `half_descriptor`) or an even number of panels.
+    A cluster arrive takes one `paired` flag per partner: one or two."""
     copy = "    tc.tma_load %buf, %bars, %c0, %yes, %c0, %n{flag} {{extents = [1, 0, -1, 64], stride = [1, 2], " \
            "box = [{box}], swizzle = 64{more}}}"
     verify(module(TMA + "\n".join([
-        copy.format(flag=", %yes", box="16, 16", more=", multicast = true, half_descriptor = 1"),
-        copy.format(flag=", %yes", box="8, 16", more=", multicast = true"),
+        copy.format(flag=", %c0", box="16, 16", more=", multicast = true, half_descriptor = 1"),
+        copy.format(flag=", %c0", box="8, 16", more=", multicast = true"),
         copy.format(flag="", box="16, 8", more=""),
         "    tc.mbarrier_arrive %bars, %c0, %yes, %yes {cluster = true}",
+        "    tc.mbarrier_arrive %bars, %c0, %yes, %yes, %yes {cluster = true}",
         "    tc.cluster_barrier"])))
-    fails(TMA + copy.format(flag=", %yes", box="16, 16", more=", multicast = true"),
+    fails(TMA + copy.format(flag=", %c0", box="16, 16", more=", multicast = true"),
           "a multicast tma_load splits its 16 rows (a multiple of 16, through half_descriptor) or its panels "
           "(an even number, not 1)")
-    fails(TMA + copy.format(flag=", %yes", box="16, 8", more=", multicast = true, half_descriptor = 1"),
+    fails(TMA + copy.format(flag=", %c0", box="16, 8", more=", multicast = true, half_descriptor = 1"),
           "a multicast tma_load's box has all the tile's 16 rows, not 8")
     fails(TMA + copy.format(flag="", box="16, 16", more=", multicast = true, half_descriptor = 1"),
           "expects 7 operand(s), has 6")
-    fails(TMA + copy.format(flag=", %c0", box="16, 16", more=", multicast = true, half_descriptor = 1"),
-          "last operand (shared) is an i1")
+    fails(TMA + copy.format(flag=", %yes", box="16, 16", more=", multicast = true, half_descriptor = 1"),
+          "last operand (the partner's rank bit, 0 for none) is an i32")
     fails(TMA + copy.format(flag="", box="16, 16", more=", half_descriptor = 1"),
           "half_descriptor is for a multicast tma_load")
     fails(TMA + copy.format(flag="", box="16, 6", more=""), "the box's 6 rows must divide the tile's 16")
-    fails(TMA + "    tc.mbarrier_arrive %bars, %c0, %yes {cluster = true}", "expects 4 operand(s), has 3")
+    fails(TMA + "    tc.mbarrier_arrive %bars, %c0, %yes {cluster = true}",
+          "a cluster's mbarrier_arrive takes (barriers, i32, i1) and one or two i1 flags (its partners), not 3")
+    fails(TMA + "    tc.mbarrier_arrive %bars, %c0, %yes, %yes, %yes, %yes {cluster = true}",
+          "one or two i1 flags (its partners), not 6")
     fails(TMA + "    tc.mbarrier_arrive %bars, %c0, %yes, %yes", "expects 3 operand(s), has 4")

@@ -242,6 +242,42 @@ CHECK: mbarrier.inval.shared::cta.b64
     assert "cluster" not in _persistent().to_json() and "cluster_ctarank" not in _persistent().ptx
 
 
+def _quad() -> CompiledKernel:
+    return compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                   defines={"TYPE": "half", "MB": 192, "NB": 192, "KB": 64, "GROUP_SIZE": 2},
+                   options=CompileOptions(arch="sm_90a", num_warps=12, num_stages=3, specialization=ALIGNED,
+                                          warp_specialize=True, persistent=True, cluster_multicast=True,
+                                          cluster_2x2=True, tma_store=True))
+
+
+def test_clusters_of_four_share_both_operands() -> None:
+    """CompileOptions.cluster_2x2: the kernel requires clusters of 4; each program compares its
+    tiles with those of programs ^ 1, ^ 2 and ^ 3 (t ^ 1 below it, t ^ 2 beside it in groups of 2
+    rows), so A and B (192 rows each: split by rows through maps of half the rows) both have a
+    multicast copy, whose mask names this CTA and the partner (1 << rank | 1 << (rank ^ d)); the
+    empty barriers count 3 warpgroups of 3 CTAs, and each warpgroup's second and third warps
+    arrive on the partners' across rank bits 1 and 2."""
+    k = _quad()
+    assert k.cluster == 4 and k.persistent
+    text = re.sub(r"[ \t]+", " ", k.ptx)
+    assert ".reqnctapercluster 4, 1, 1" in text
+    assert re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", text) == ["1"] * 3 + ["9"] * 3
+    assert text.count("multicast::cluster [") == 1 + 3 and text.count("complete_tx::bytes [") == 1 + 3
+    assert [m["box"] for m in k.tensor_maps][:4] == [[64, 192], [64, 64], [64, 96], [64, 32]]
+    assert not re.search(r"mov\.b16 %rs\d+, 3;", text)  # (clusters of 2: the constant mask)
+    rank = re.search(r"mov\.u32 (%r\d+), %cluster_ctarank;", text)
+    assert rank and re.search(rf"shl\.b32 %r\d+, %r\d+, {rank.group(1)};", text)  # 1 << rank
+    assert len(re.findall(r"cvt\.u16\.u32 %rs\d+, %r\d+;", text)) == 2  # a mask per operand
+    ir = k.asm["ir-gpu"]
+    assert sorted(set(re.findall(r"tc\.constant \{value = (\d)\} : i32\n\s*%\d+ = tc\.binary %program, %\d+ "
+                                 r"\{kind = \"xor\"\}", ir))) == ["1", "2", "3"]
+    arrivals = re.findall(r"tc\.mbarrier_arrive (%\w+), %\w+, %\w+, %\w+, %\w+ \{cluster = true, per_warpgroup = true\}",
+                          ir)
+    assert len(arrivals) == 2, arrivals  # (in the loop and after it; one flag per partner)
+    copies = re.findall(r"tc\.tma_load [^\n]*", ir)
+    assert len(copies) == 2 and all("multicast = true" in c for c in copies), copies
+
+
 def test_clusters_need_a_persistent_producer() -> None:
     """Without a persistent grid (or without a producer) the option changes nothing."""
     k = compile((KERNELS / "matmul_tutorial.tc").read_text(),
@@ -259,19 +295,31 @@ def test_ptxas_accepts_the_clusters(store: bool, overlap: bool) -> None:
     assert not re.search(r"C751[0-6]|C7518|C752\d", k.asm["ptxas"]), k.asm["ptxas"]
 
 
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_ptxas_accepts_clusters_of_four() -> None:
+    k = _quad()
+    assert k.cubin and k.spills == 0 and k.cluster == 4
+    assert not re.search(r"C751[0-6]|C7518|C752\d", k.asm["ptxas"]), k.asm["ptxas"]
+
+
 def test_clusters_pair_programs_one_by_one() -> None:
     """Each program asks whether the other CTA runs its partner (program ^ 1 < count), in the
-    producer's and in the consumers' loop over the programs: an odd count leaves only its last
-    program unshared (a test of the count's parity left whole grids unshared: 4104^3 has 33 x 17
-    tiles of 128x256)."""
+    producer's loop over the programs (before the shared copy, whose partner bit it selects) and
+    in the consumers' (for their arrivals): an odd count leaves only its last program unshared
+    (a test of the count's parity left whole grids unshared: 4104^3 has 33 x 17 tiles of
+    128x256)."""
     ir = _multicast().asm["ir-gpu"]
     checks = """
 CHECK: tc.warp_specialize
 CHECK: tc.for %{{[0-9]+}}, %[[COUNT:[0-9]+]], %{{[0-9]+}}
 CHECK-NEXT: ^(%program: i32
-CHECK-NEXT: %[[ONE:[0-9]+]] = tc.constant {value = 1} : i32
-CHECK-NEXT: %[[OTHER:[0-9]+]] = tc.binary %program, %[[ONE]] {kind = "xor"} : i32
-CHECK-NEXT: tc.cmp %[[OTHER]], %[[COUNT]] {predicate = "slt"} : i1
+CHECK: %[[OTHER:[0-9]+]] = tc.binary %program, %[[ONE:[0-9]+]] {kind = "xor"} : i32
+CHECK: %[[OTHER2:[0-9]+]] = tc.binary %program, %{{[0-9]+}} {kind = "xor"} : i32
+CHECK-NEXT: %[[EXISTS:[0-9]+]] = tc.cmp %[[OTHER2]], %[[COUNT]] {predicate = "slt"} : i1
+CHECK: %[[ROW:[0-9]+]] = tc.binary %[[EXISTS]], %{{[0-9]+}} {kind = "and"} : i1
+CHECK: %[[SAME:[0-9]+]] = tc.binary %[[ROW]], %{{[0-9]+}} {kind = "and"} : i1
+CHECK: %[[PARTNER:[0-9]+]] = tc.select %[[SAME]], %{{[0-9]+}}, %{{[0-9]+}} : i32
+CHECK: tc.tma_load {{.*}}, %[[PARTNER]] {descriptor = 1
 CHECK: tc.for %{{[0-9]+}}, %[[COUNT]], %{{[0-9]+}}
 CHECK-NEXT: ^(%program_1: i32
 CHECK-NEXT: %[[ONE1:[0-9]+]] = tc.constant {value = 1} : i32

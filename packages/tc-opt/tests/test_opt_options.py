@@ -32,7 +32,7 @@ def test_out_of_range_options_say_what_is_accepted(field: str, value: Any, messa
     assert str(info.value).startswith(message)  # (the whole text, no attrs internals after it)
 
 
-@pytest.mark.parametrize("field", ["persistent", "tma", "precise_math", "cluster_multicast", "verify"])
+@pytest.mark.parametrize("field", ["persistent", "tma", "precise_math", "cluster_multicast", "cluster_2x2", "verify"])
 def test_flags_must_be_bools(field: str) -> None:
     # "False" is truthy: it would have switched the schedule on silently
     wrong: dict[str, Any] = {field: "False"}

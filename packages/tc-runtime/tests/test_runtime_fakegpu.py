@@ -14,6 +14,7 @@ import enum
 import functools
 import itertools
 import statistics
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,26 @@ class FakeCuda:
 
     def cuFuncSetAttribute(self, *args: Any) -> tuple[Result]:
         return (Result.CUDA_SUCCESS,)
+
+    class CUlaunchConfig:
+        """A launch's configuration (the fields set are read back by cuOccupancyMaxActiveClusters)."""
+
+    class CUlaunchAttribute:
+        def __init__(self) -> None:
+            self.id: object = None
+            self.value = types.SimpleNamespace(clusterDim=types.SimpleNamespace(x=0, y=0, z=0))
+
+    CUlaunchAttributeID = _Names()
+    #: what cuOccupancyMaxActiveClusters answers (None: an error, as where the driver cannot say)
+    cluster_capacity: int | None = None
+
+    def cuOccupancyMaxActiveClusters(self, fn: int, config: Any) -> tuple[Result, int]:
+        cluster = config.attrs[0].value.clusterDim
+        self.calls.append(("max clusters", self.functions[fn], config.gridDimX, config.blockDimX,
+                           config.sharedMemBytes, (cluster.x, cluster.y, cluster.z), config.numAttrs))
+        if self.cluster_capacity is None:
+            return Result.CUDA_ERROR_INVALID_VALUE, 0
+        return Result.CUDA_SUCCESS, self.cluster_capacity
 
     def cuFuncGetAttribute(self, which: str, fn: int) -> tuple[Result, int]:
         return Result.CUDA_SUCCESS, {"CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": self.max_threads,
@@ -1333,6 +1354,28 @@ def test_persistent_configuration_in_clusters_launches_whole_clusters(fake: Fake
     k(a.ctypes.data, a.ctypes.data, a.ctypes.data, 4096, 4096, 64, 64, 64, 64, grid=(131,))
     assert fake.calls[-1][:4] == ("launch", "dot", (132, 1, 1), 9 * 32)
     assert seen[-1] == (131, 1, 1)
+
+
+def test_clusters_of_four_launch_no_more_clusters_than_fit(fake: FakeCuda) -> None:
+    """options={"persistent": True, "cluster_multicast": True, "cluster_2x2": True}: the PTX
+    requires clusters of 4, and the persistent grid is a multiple of 4 CTAs no larger than the
+    clusters cuOccupancyMaxActiveClusters says run at once (asked with the kernel's threads,
+    shared memory and cluster shape): with 31 of them 124 CTAs, so 512 programs run 5 to a CTA
+    on 104 CTAs; where the driver cannot say, whole clusters of the SMs (132 -> 128 programs on
+    128 CTAs)."""
+    fake.cluster_capacity = 31
+    options = {"persistent": True, "cluster_multicast": True, "cluster_2x2": True}
+    k = _persistent_4096(fake, 3, options, {**options, "warp_specialize": True})
+    asked = [c for c in fake.calls if c[0] == "max clusters"]
+    assert len(asked) == 1 and asked[0][1:3] == ("dot", 4) and asked[0][3] == 9 * 32 and asked[0][5:] == ((4, 1, 1), 1)
+    assert asked[0][4] == k.info["shared_bytes"] > 48 * 1024
+    assert fake.calls[-1][:4] == ("launch", "dot", (104, 1, 1), 9 * 32)
+    assert k.info["cluster"] == 4 and ".reqnctapercluster 4, 1, 1" in k.asm("ptx")
+    fake.cluster_capacity = None
+    fake2 = _persistent_4096(fake, 4, options, {**options, "warp_specialize": True})
+    assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 9 * 32) and fake2.info["cluster"] == 4
+    with pytest.raises(ValueError, match="'cluster_2x2' needs 'cluster_multicast'"):
+        tc.config({"MB": 128}, options={"persistent": True, "cluster_2x2": True})
 
 
 def test_persistent_ctas_round_up_to_whole_clusters() -> None:

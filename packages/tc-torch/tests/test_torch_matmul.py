@@ -972,9 +972,16 @@ MULTICAST_CONFIGS = {
     torch.float16: [mm._cfg(128, 256, 64, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
                     mm._cfg(192, 192, 64, 12, 3, 1, **mm.PERSISTENT, cluster_multicast=True),
                     mm._cfg(128, 256, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
-                    mm._cfg(128, 128, 64, 4, 4, persistent=True, cluster_multicast=True)],
+                    mm._cfg(128, 128, 64, 4, 4, persistent=True, cluster_multicast=True),
+                    # clusters of 4 over 2 x 2 tiles (GROUP_SIZE 2), both operands shared
+                    mm._cfg(192, 192, 64, 12, 3, 2, **mm.PERSISTENT, cluster_multicast=True, cluster_2x2=True),
+                    mm._cfg(128, 256, 64, 8, 4, 2, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True,
+                            cluster_2x2=True),
+                    mm._cfg(128, 128, 64, 4, 4, 2, persistent=True, cluster_multicast=True, cluster_2x2=True)],
     torch.float32: [mm._cfg(128, 256, 32, 8, 3, **mm.PERSISTENT, cluster_multicast=True),
-                    mm._cfg(256, 128, 32, 8, 4, persistent=True, producer_warpgroup=True, cluster_multicast=True)],
+                    mm._cfg(256, 128, 32, 8, 4, persistent=True, producer_warpgroup=True, cluster_multicast=True),
+                    mm._cfg(256, 128, 32, 8, 4, 2, persistent=True, producer_warpgroup=True, cluster_multicast=True,
+                            cluster_2x2=True)],
 }
 
 

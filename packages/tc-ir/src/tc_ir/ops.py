@@ -797,18 +797,20 @@ class MBarrierWaitOp(Operation):
 @register
 @attrs.define(eq=False, kw_only=True)
 class MBarrierArriveOp(Operation):
-    """operands: barriers, index i32, pred i1 (and, with `cluster`, paired i1). Where pred holds,
-    one thread of each warp arrives on barrier `index` (a consumer warp telling the producer that
-    it is done with a slot: the barrier's count is the number of warps that arrive).
+    """operands: barriers, index i32, pred i1 (and, with `cluster`, one `paired` i1 per partner).
+    Where pred holds, one thread of each warp arrives on barrier `index` (a consumer warp telling
+    the producer that it is done with a slot: the barrier's count is the number of warps that
+    arrive).
 
-    `cluster` (a kernel launched in clusters of 2 whose producers multicast into both CTAs'
-    slots, tc_opt.warp_specialize): the thread also arrives on the barrier at the same place in
-    the other CTA of its cluster where `paired` holds, and a second time on its own where it does
-    not, so that the barrier's count is the same either way.
+    `cluster` (a kernel launched in clusters whose producers multicast into their partners'
+    slots, tc_opt.warp_specialize): after pred come one or two flags; where flag i holds, the
+    thread also arrives on the barrier at the same place in the CTA of rank `rank ^ (1 << i)` of
+    its cluster (the partner along i: clusters of 2 have one, clusters of 4 two), and where it
+    does not, once more on its own, so that the barrier's count is the same either way.
 
-    `per_warpgroup`: only one warp of each warpgroup arrives (the first; with `cluster`, the
-    second makes the other arrival), for a slot that only wgmma reads: a warpgroup's wait for its
-    wgmma covers all four warps' reads."""
+    `per_warpgroup`: only one warp of each warpgroup arrives (the first; with `cluster`, warp
+    1 + i of the group makes the arrival for partner i), for a slot that only wgmma reads: a
+    warpgroup's wait for its wgmma covers all four warps' reads."""
 
     NAME = "tc.mbarrier_arrive"
     HAS_SIDE_EFFECTS = True
@@ -856,13 +858,13 @@ class TmaLoadOp(Operation):
     panel, several copies fill a wider tile, and its rows may be a fraction of the tile's, several
     copies filling the rest); `swizzle` the swizzle width in bytes.
 
-    `multicast` (a kernel launched in clusters of 2, tc_opt.warp_specialize): one more operand
-    follows the coordinates, `shared` i1. Where it holds, both CTAs of the cluster copy the same
-    tile and each issues half of it to the same place in both CTAs' shared memory, completing on
-    both CTAs' barrier `index`: the CTA of rank r copies half r of the rows through the tensor
-    map `half_descriptor` (its box has half the rows) where that is given (>= 0), else half r of
-    the panels (an even number of them). Where it does not, the CTA copies the whole tile for
-    itself through `descriptor`."""
+    `multicast` (a kernel launched in clusters, tc_opt.warp_specialize): one more operand follows
+    the coordinates, `partner` i32. Where it is some d > 0, this CTA (rank r) and the CTA of rank
+    r ^ d copy the same tile and each issues half of it to the same place in both CTAs' shared
+    memory, completing on both CTAs' barrier `index`: the CTA whose rank has bit d copies the
+    second half, of the rows through the tensor map `half_descriptor` (its box has half the rows)
+    where that is given (>= 0), else of the panels (an even number of them). Where it is 0, the
+    CTA copies the whole tile for itself through `descriptor`."""
 
     NAME = "tc.tma_load"
     HAS_SIDE_EFFECTS = True

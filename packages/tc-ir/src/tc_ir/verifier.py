@@ -545,10 +545,14 @@ def _mbarrier_wait(op: O.MBarrierWaitOp) -> None:
 
 @_rule(O.MBarrierArriveOp)
 def _mbarrier_arrive(op: O.MBarrierArriveOp) -> None:
-    _count(op, 4 if op.cluster else 3, 0)
+    if op.cluster:
+        _check(len(op.operands) in (4, 5), lambda: f"a cluster's mbarrier_arrive takes (barriers, i32, i1) and one "
+               f"or two i1 flags (its partners), not {len(op.operands)} operands")
+    else:
+        _count(op, 3, 0)
     _barriers(op.operands[0])
     _check(op.operands[1].type == I32 and all(v.type == I1 for v in op.operands[2:]),
-           "mbarrier_arrive takes (barriers, i32, i1" + (", i1)" if op.cluster else ")"))
+           "mbarrier_arrive takes (barriers, i32, i1" + (", i1...)" if op.cluster else ")"))
 
 
 @_rule(O.ClusterBarrierOp)
@@ -583,9 +587,10 @@ def _tma_load(op: O.TmaLoadOp) -> None:
     _count(op, 4 + rank + (1 if op.multicast else 0), 0)
     _barriers(op.operands[1])
     _check(op.operands[2].type == I32 and op.operands[3].type == I1,
-           "tma_load takes (dst, barriers, i32, i1, coords" + (", i1)" if op.multicast else ")"))
+           "tma_load takes (dst, barriers, i32, i1, coords" + (", i32)" if op.multicast else ")"))
     _check(all(v.type == I32 for v in op.coordinates), "tma_load coordinates must be i32")
-    _check(not op.multicast or op.operands[-1].type == I1, "a multicast tma_load's last operand (shared) is an i1")
+    _check(not op.multicast or op.operands[-1].type == I32,
+           "a multicast tma_load's last operand (the partner's rank bit, 0 for none) is an i32")
     if dst.rank == 2:
         assert isinstance(dst.layout, Shared)
         rows = dst.shape[dst.layout.order[1]]

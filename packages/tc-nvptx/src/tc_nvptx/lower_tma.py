@@ -105,24 +105,27 @@ def lower_mbarrier_wait(ctx: Ctx, op: MBarrierWaitOp) -> None:
 def lower_mbarrier_arrive(ctx: Ctx, op: MBarrierArriveOp) -> None:
     bars = view_of(ctx, op.operands[0])
     b = ctx.b
-    lane0 = b.icmp_unsigned("==", ctx.lane, ir.Constant(I32, 0))
-    pred = b.and_(lane0, ctx.scalar(op.operands[2]))
-    remote_pred = pred
-    if op.per_warpgroup:  # warp 4g arrives here, warp 4g + 1 (with clusters) on the other CTA's
-        in_group = b.and_(ctx.warp, ir.Constant(I32, 3))
-        remote_pred = b.and_(pred, b.icmp_unsigned("==", in_group, ir.Constant(I32, 1)))
-        pred = b.and_(pred, b.icmp_unsigned("==", in_group, ir.Constant(I32, 0)))
+    arrives = b.and_(b.icmp_unsigned("==", ctx.lane, ir.Constant(I32, 0)), ctx.scalar(op.operands[2]))
+    in_group = b.and_(ctx.warp, ir.Constant(I32, 3)) if op.per_warpgroup else None
+
+    def by_warp(k: int) -> ir.Value:
+        """Whether this warp makes arrival k (0: here; 1 + i: on partner i's barrier): with
+        `per_warpgroup`, warp k of each warpgroup; else every warp makes each."""
+        if in_group is None:
+            return arrives
+        return b.and_(arrives, b.icmp_unsigned("==", in_group, ir.Constant(I32, k)))
+
     bar = _barrier(ctx, bars, ctx.scalar(op.operands[1]))
     ctx.asm(ir.VoidType(), "@$0 mbarrier.arrive.shared::cta.b64 _, [$1];", "b,r,~{memory}",
-            [pred, bar], side_effect=True)
+            [by_warp(0), bar], side_effect=True)
     if op.cluster:
-        # the same barrier in the other CTA of the cluster where `paired`, else this one's again
+        # the same barrier in the partner across rank bit i where `paired` i, else this one's again
         rank = cluster_rank(ctx)
-        other = b.xor(rank, ir.Constant(I32, 1))
-        target = b.select(ctx.scalar(op.operands[3]), other, rank)
         text = ("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $1, $2; "
                 "@$0 mbarrier.arrive.shared::cluster.b64 _, [remote]; }")
-        ctx.asm(ir.VoidType(), text, "b,r,r,~{memory}", [remote_pred, bar, target], side_effect=True)
+        for i, paired in enumerate(op.operands[3:]):
+            target = b.select(ctx.scalar(paired), b.xor(rank, ir.Constant(I32, 1 << i)), rank)
+            ctx.asm(ir.VoidType(), text, "b,r,r,~{memory}", [by_warp(1 + i), bar, target], side_effect=True)
 
 
 @lowers("tc.cluster_barrier")
@@ -202,18 +205,28 @@ def lower_tma_load(ctx: Ctx, op: TmaLoadOp) -> None:
         if not op.multicast:
             _issue_tma_load(ctx, op, dst, bar)
             return
-        with b.if_else(ctx.scalar(op.operands[-1])) as (shared, alone):
+        partner = ctx.scalar(op.operands[-1])
+        with b.if_else(b.icmp_unsigned("!=", partner, ir.Constant(I32, 0))) as (shared, alone):
             with shared:
-                _issue_tma_load(ctx, op, dst, bar, cluster_rank(ctx))
+                rank = cluster_rank(ctx)
+                if ctx.cluster == 2:  # (the partner is rank ^ 1: this CTA copies half `rank` to both)
+                    half, mask = rank, ir.Constant(ir.IntType(16), 0b11)
+                else:  # the half of the CTA whose rank has the partner's bit, to ranks r and r ^ d
+                    half = b.zext(b.icmp_unsigned("!=", b.and_(rank, partner), ir.Constant(I32, 0)), I32)
+                    one = ir.Constant(I32, 1)
+                    mask = b.trunc(b.or_(b.shl(one, rank), b.shl(one, b.xor(rank, partner))), ir.IntType(16))
+                _issue_tma_load(ctx, op, dst, bar, half, mask)
             with alone:
                 _issue_tma_load(ctx, op, dst, bar)
 
 
-def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, half: ir.Value | None = None) -> None:
+def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, half: ir.Value | None = None,
+                    mask: ir.Value | None = None) -> None:
     """The copies themselves, one per swizzle panel and box of rows, in the leader's own branch:
     the other warps jump over them instead of running the uniform-register loops ptxas builds
-    around each copy. `half`: only that half of the rows (through the map of half the rows,
-    `half_descriptor`) or else of the panels, copied into both CTAs of the cluster."""
+    around each copy. `half` (0 or 1): only that half of the rows (through the map of half the
+    rows, `half_descriptor`) or else of the panels, copied into the CTAs of the cluster that
+    `mask` (i16, a bit per rank) names."""
     b = ctx.b
     coords = [ctx.scalar(v) for v in op.coordinates]
     fast, slow = dst.layout.order[0], dst.layout.order[1]
@@ -229,7 +242,7 @@ def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, hal
     text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes{multicast} "
             f"[$0], [$1, {{{places}}}], [${2 + rank}]" + (f", ${3 + rank};" if half is not None else ";"))
     constraints = "r,l," + "r," * rank + "r," + ("h," if half is not None else "") + "~{memory}"
-    mask = [ir.Constant(ir.IntType(16), 0b11)] if half is not None else []
+    masks = [mask] if half is not None and mask is not None else []
     panels = -(-dst.shape[fast] // width)  # (a partial last panel is copied whole: TileType.storage_numel)
     # (row, column) of each box's first element in the tile: every box, or half of them
     boxes: list[tuple[ir.Value | int, ir.Value | int]]
@@ -245,7 +258,7 @@ def _issue_tma_load(ctx: Ctx, op: TmaLoadOp, dst: SharedView, bar: ir.Value, hal
         at[fast], at[slow] = col, row
         smem = dst.address(ctx, at)
         inner, across = (_moved(b, coords[d], x) for d, x in ((fast, col), (slow, row)))
-        ctx.asm(ir.VoidType(), text, constraints, [smem, desc, inner, across, *outer, bar, *mask],
+        ctx.asm(ir.VoidType(), text, constraints, [smem, desc, inner, across, *outer, bar, *masks],
                 side_effect=True)
 
 

@@ -70,7 +70,7 @@ def _descriptor(ctx: Ctx, view: SharedView, coords: list[ir.Value | int], lbo: i
     eb = view.element.bits // 8  # type: ignore[union-attr]
     byte = b.mul(view.offset(ctx, coords), ir.Constant(I32, eb))
     base = b.ptrtoint(view.ptr, I32)
-    if ctx.cluster > 1:  # (a CTA of rank 1 has bit 24 in its shared addresses: keep the 18 bits of the offset)
+    if ctx.cluster > 1:  # (a CTA of rank r > 0 has r from bit 24 up in its shared addresses: keep the offset's 18 bits)
         base = b.and_(base, ir.Constant(I32, 0x3FFFF))
     start = b.add(b.lshr(base, four), b.lshr(byte, four))
     fixed = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | mode << 62

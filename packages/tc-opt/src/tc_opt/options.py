@@ -131,6 +131,15 @@ class CompileOptions:
     #: shared memory (TMA multicast): that operand's traffic from L2 is halved
     #: (tc_opt.warp_specialize; the runtime launches an even number of CTAs).
     cluster_multicast: bool = attrs.field(default=False, validator=_check_bool)
+    #: With `cluster_multicast`: clusters of 4 CTAs instead of 2, running programs t .. t + 3 (a
+    #: 2 x 2 block of tiles where the grouped order has groups of 2 rows), each CTA sharing one
+    #: operand's tile with the CTA of rank ^ 1 (the same column) and the other's with rank ^ 2
+    #: (the same row): both operands' traffic from L2 is halved (the runtime launches a multiple
+    #: of 4 CTAs, no more than fit at once). Correct, and slower on an H100 (thirty-eighth
+    #: session): it holds 30 such clusters of one CTA an SM (120 of 132 SMs; 66 clusters of 2),
+    #: and 192x192 tiles ran 4104^3 at 503 TFLOPS against 585 in clusters of 2, 128x256 at 555
+    #: against 581, 8192^3 606 against 660. Not among tc_torch's tiles: a config option.
+    cluster_2x2: bool = attrs.field(default=False, validator=_check_bool)
     #: With `persistent` (a plain TMA pipeline: no producer warp, so `warp_specialize` is not
     #: applied): the last wave of programs is shared by stream-K (tc_opt.stream_k). Every CTA of
     #: the grid (one per SM) takes whole programs round robin for the full waves, then an equal

@@ -419,13 +419,14 @@ class PipelineLoops(Pass):
         if o.warp_specialize and "producer_warps" not in module.attributes \
                 and can_specialize(f, loop, plans, o.num_warps, handoff):
             persistent = o.persistent and can_persist(f, loop, plans)
-            cluster = persistent and o.cluster_multicast and can_cluster(f, loop, plans)
+            clustered = persistent and o.cluster_multicast and can_cluster(f, loop, plans)
+            cluster = (4 if o.cluster_2x2 else 2) if clustered else 0
             ws = warp_specialize_loop(f, loop, o.num_stages, plans, o.num_warps, persistent, handoff, cluster)
             module.attributes["producer_warps"] = ws.producer_warps
             if persistent:
                 module.attributes["persistent"] = True
             if cluster:
-                module.attributes["cluster"] = 2
+                module.attributes["cluster"] = cluster
             return "specialized"
         pipeline_loop_tma(f, loop, o.num_stages, plans, o.num_warps)
         return "plain"

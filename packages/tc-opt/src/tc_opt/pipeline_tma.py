@@ -78,9 +78,10 @@ def _tile_bytes(t: TileType) -> int:
 def issue_copies(e: _Emitter, plans: list[TmaPlan], bufs: Sequence[Value], bars: Value, slot: Value, valid: Value,
                  coords: list[tuple[Value, ...]], shared: Sequence[Value | None] = ()) -> None:
     """Where `valid` holds: announce the bytes of slot `slot` on its barrier, then copy every
-    plan's tile into the slot; a plan with a `shared` flag (clusters of 2, tc_opt.warp_specialize)
-    gets a multicast copy that the two CTAs of the cluster split where the flag holds (the bytes
-    announced are the same: the other CTA's half lands on this barrier too)."""
+    plan's tile into the slot; a plan with a `shared` partner (clusters, tc_opt.warp_specialize:
+    an i32, the rank bit of the CTA it shares the tile with, 0 for none) gets a multicast copy
+    that the two CTAs split where it is not 0 (the bytes announced are the same: the other CTA's
+    half lands on this barrier too)."""
     total = 0
     for p in plans:
         t = p.alloc.result.type

@@ -35,22 +35,25 @@ epilogue (which then has shared memory of its own), and the consumers release th
 a program after its final dot_wait. Needs: the ops before the loop pure, the producer's slice
 scalar, and no return but the kernel's last op.
 
-Clusters of 2 with multicast (CompileOptions.cluster_multicast, persistent only): the runtime
-launches an even number of CTAs in clusters of 2 (CTAs 2c and 2c + 1), so the two CTAs of a
-cluster run the programs t and t ^ 1 at the same time. Each producer computes both programs'
-tile coordinates; for an operand whose two tiles coincide (B of two tiles of one column of a
-grouped order) each CTA copies half of the tile, half `rank` of its panels or else of its rows
-(multicast_plans), into both CTAs' slot (`.multicast::cluster`), which halves that operand's
-traffic from L2. So that a producer never writes into the other CTA's slot before its consumers
-are done with it, every consumer warp arrives on the `empty` barriers of both CTAs (count 2 x
-num_warps; where only wgmma reads the slots, one warp of each warpgroup arrives on each CTA's
-instead: 2 x num_warps / 4). The last program of an odd count has no partner (`paired` false
-in it, per program: its CTA runs one program more than the other): it shares nothing, and the
-arrivals meant for the other CTA go to this one's barrier. (Deciding that for the whole grid
-left every odd grid unshared: 4104^3 has 33 x 17 tiles of 128x256.) The loop's bounds must not
-depend on the program (both CTAs run the same iterations). A cluster barrier follows the
-barriers' initialization (before any remote arrive or copy) and precedes their invalidation (no
-remote arrive is still to come).
+Clusters with multicast (CompileOptions.cluster_multicast, persistent only): the runtime
+launches a multiple of the cluster's CTAs (2, or 4 with CompileOptions.cluster_2x2), CTAs
+c .. c + n - 1 a cluster, so the CTA of rank r runs program t while the CTA of rank r ^ d runs
+t ^ d. A CTA's partners are the ranks r ^ 1 (clusters of 2) or r ^ 1 and r ^ 2 (clusters of 4:
+in a grouped order of groups of 2 rows, programs t ^ 1 and t ^ 2 are the tiles below and beside
+t). Each producer computes its partners' tile coordinates; for an operand whose tile a partner
+copies too (`_shared_partners`: B of two tiles of one column, A of two tiles of one row), each
+of the two CTAs copies half of the tile, of its panels or else of its rows (multicast_plans),
+into both CTAs' slot (`.multicast::cluster`), which halves that operand's traffic from L2. So
+that a producer never writes into a partner's slot before its consumers are done with it, every
+consumer warp arrives on the `empty` barriers of its own CTA and of each partner (count
+(1 + partners) x num_warps; where only wgmma reads the slots, one warp of each warpgroup arrives
+on each barrier instead: (1 + partners) x num_warps / 4). A program whose partner program is past
+the grid's last (`paired` false, decided per program: the last CTAs of the grid may run one
+program fewer) shares nothing with it, and the arrivals meant for that partner go to this CTA's
+own barrier. (Deciding that for the whole grid left every odd grid unshared: 4104^3 has 33 x 17
+tiles of 128x256.) The loop's bounds must not depend on the program (the CTAs of a cluster run
+the same iterations). A cluster barrier follows the barriers' initialization (before any remote
+arrive or copy) and precedes their invalidation (no remote arrive is still to come).
 """
 
 from __future__ import annotations
@@ -207,7 +210,7 @@ def can_persist(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
 
 
 def can_cluster(f: Function, loop: ForOp, plans: list[TmaPlan]) -> bool:
-    """Whether the persistent specialized kernel can run in clusters of 2 with multicast (see the
+    """Whether the persistent specialized kernel can run in clusters with multicast (see the
     module's doc): the loop's bounds are the same for every program and some operand's tile can
     be copied in halves."""
     prefix = f.body.ops[: f.body.ops.index(loop)]
@@ -256,49 +259,81 @@ def _program_copies(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Seq
     return mapping, starts, outers
 
 
-def multicast_plans(plans: list[TmaPlan]) -> list[TmaPlan]:
-    """The plans whose copies may be shared: those that split by panels where there are any, else
-    those that split by rows (TmaPlan.multicast_split). Copies by rows need a second tensor map
-    each, and on an H100 (2026-11-27) shared tf32 tiles split by rows did not pay, so an operand
-    of one panel is left unshared beside one of several (A beside B in a 16-bit A B)."""
+def multicast_plans(plans: list[TmaPlan], partners: int = 1) -> list[TmaPlan]:
+    """The plans whose copies may be shared: in clusters of 2 (one partner) those that split by
+    panels where there are any, else those that split by rows (TmaPlan.multicast_split). Copies
+    by rows need a second tensor map each, and on an H100 (2026-11-27) shared tf32 tiles split by
+    rows did not pay, so an operand of one panel is left unshared beside one of several (A beside
+    B in a 16-bit A B). In clusters of 4 (two partners, one per operand) every plan that splits."""
+    if partners > 1:
+        return [p for p in plans if p.can_halve]
     by_panels = [p for p in plans if p.multicast_split == "panels"]
     return by_panels or [p for p in plans if p.multicast_split == "rows"]
 
 
-def _has_partner(e: _Emitter, program: Value, count: Value) -> Value:
-    """Whether the other CTA of the cluster runs program `program` ^ 1 beside this one: always
-    but for the last program of an odd count (its CTA runs one program more than the other)."""
-    return e.cmp("slt", e.binary("xor", program, e.const(I32, 1)), count)
+def cluster_partners(cluster: int) -> tuple[int, ...]:
+    """The rank bits d of a CTA's partners (the CTAs of rank `rank ^ d`) in clusters of `cluster`
+    CTAs: none outside clusters, (1,) in clusters of 2, (1, 2) in clusters of 4."""
+    return tuple(1 << i for i in range(max(cluster, 1).bit_length() - 1))
 
 
-def _shared_flags(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
-                  user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value],
-                  paired: Value, starts: list[tuple[Value, Value]], outers: list[list[Value]]) -> list[Value | None]:
-    """Per plan, whether the other CTA of the cluster (running program `program` ^ 1) copies the
-    same tile in this program (None: a plan left out, see multicast_plans)."""
-    other = pe.binary("xor", program, pe.const(I32, 1))
-    _, their_starts, their_outers = _program_copies(pe, f, plans, sliced, user_ids, other, dims)
-    chosen = multicast_plans(plans)
-    flags: list[Value | None] = []
-    for p, mine, theirs, my_outer, their_outer in zip(plans, starts, their_starts, outers, their_outers):
+def _has_partner(e: _Emitter, program: Value, count: Value, d: int) -> Value:
+    """Whether the CTA of rank `rank ^ d` runs program `program` ^ d beside this one: always but
+    where that program is past the grid's last (the last CTAs may run one program fewer)."""
+    return e.cmp("slt", e.binary("xor", program, e.const(I32, d)), count)
+
+
+def _shared_partners(pe: _Emitter, f: Function, plans: list[TmaPlan], sliced: Sequence[Operation],
+                     user_ids: Sequence[ProgramIdOp | NumProgramsOp], program: Value, dims: Sequence[Value],
+                     count: Value, partners: tuple[int, ...], starts: list[tuple[Value, Value]],
+                     outers: list[list[Value]]) -> list[Value | None]:
+    """Per plan, the rank bit (i32) of the partner that copies the same tile in this program and
+    splits it with this CTA, 0 for none (None: a plan left out, see multicast_plans). A CTA shares
+    a tile with the partner across bit 1 where their tiles coincide; else with the one across bit
+    2 where theirs do and that partner does not share it across bit 1 itself, so that the two
+    CTAs of every pair choose each other."""
+    chosen = multicast_plans(plans, len(partners))
+    # the coordinates of the programs program ^ x, x = 1 .. 3, and whether they exist
+    others = {x: _program_copies(pe, f, plans, sliced, user_ids, pe.binary("xor", program, pe.const(I32, x)), dims)[1:]
+              for x in range(1, 2 * partners[-1])}
+    exists = {x: _has_partner(pe, program, count, x) for x in others}
+    mine = (starts, outers)
+
+    def same(k: int, a: tuple[list[tuple[Value, Value]], list[list[Value]]],
+             b: tuple[list[tuple[Value, Value]], list[list[Value]]], given: Value) -> Value:
+        out = given
+        for x, y in zip((*a[0][k], *a[1][k]), (*b[0][k], *b[1][k])):
+            out = pe.binary("and", out, pe.cmp("eq", x, y))
+        return out
+
+    zero = pe.const(I32, 0)
+    result: list[Value | None] = []
+    for k, p in enumerate(plans):
         if p not in chosen:
-            flags.append(None)
+            result.append(None)
             continue
-        same = paired
-        for a, b in zip((*mine, *my_outer), (*theirs, *their_outer)):
-            same = pe.binary("and", same, pe.cmp("eq", a, b))
-        flags.append(same)
-    return flags
+        across1 = same(k, mine, others[1], exists[1])
+        partner = pe.select(across1, pe.const(I32, 1), zero)
+        if len(partners) > 1:
+            across2 = same(k, mine, others[2], exists[2])
+            theirs1 = same(k, others[2], others[3], pe.binary("and", exists[2], exists[3]))
+            free = pe.binary("and", pe.binary("xor", across1, pe.const(I1, 1)),
+                             pe.binary("xor", theirs1, pe.const(I1, 1)))
+            partner = pe.select(pe.binary("and", across2, free), pe.const(I32, 2), partner)
+        result.append(partner)
+    return result
 
 
 def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaPlan], num_warps: int,
                          persistent: bool = False, handoff: bool = False,
-                         cluster: bool = False) -> WarpSpecializeOp:
+                         cluster: int = 0) -> WarpSpecializeOp:
     """Replace `loop` (and what follows it) by a tc.warp_specialize op as described above, and
     return it; `persistent` (where can_persist) makes both roles loop over the programs,
     `handoff` makes the producer a warpgroup that hands its registers to the consumers,
-    `cluster` (persistent, where can_cluster) runs clusters of 2 that multicast shared tiles."""
-    assert persistent or not cluster
+    `cluster` (2 or 4; persistent, where can_cluster) runs clusters of that many CTAs that
+    multicast shared tiles."""
+    assert cluster in (0, 2, 4) and (persistent or not cluster)
+    partners = cluster_partners(cluster)
     outer = f.body
     assert loop.parent is outer and stages >= 2
     body = loop.body
@@ -318,9 +353,9 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
     top.add(MBarrierInitOp.create([full], [], {"count": 1}, loc=loop.loc))
     # (clusters: one arrival per warpgroup and CTA where only wgmma reads the slots)
     dot0 = async_dot(loop, [p.alloc for p in plans])
-    per_warpgroup = cluster and num_warps % 4 == 0 and dot0 is not None and not reads_a_from_registers(dot0)
+    per_warpgroup = bool(cluster) and num_warps % 4 == 0 and dot0 is not None and not reads_a_from_registers(dot0)
     arrivals = num_warps // 4 if per_warpgroup else num_warps
-    top.add(MBarrierInitOp.create([empty], [], {"count": arrivals * (2 if cluster else 1)}, loc=loop.loc))
+    top.add(MBarrierInitOp.create([empty], [], {"count": arrivals * (1 + len(partners))}, loc=loop.loc))
     if cluster:
         top.add(ClusterBarrierOp.create([], [], loc=loop.loc))
     producer, consumer = Block(), Block()
@@ -340,19 +375,18 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
         ws_at = outer.ops.index(ws)
         # producer: per program, the slice of the prefix its copies need, then its copies
         ptile, pe = tile_loop(prod, cta, count, ctas, 2, loop.loc)
-        paired = _has_partner(pe, ptile.body.args[0], count) if cluster else None
         sliced = _producer_slice(prefix, _producer_needs(loop, plans))
         assert sliced is not None
         mapping, starts, outers = _program_copies(pe, f, plans, sliced, user_ids, ptile.body.args[0], dims)
         bounds = [mapping.get(v, v) for v in (lb, ub, step)]
-        shared = _shared_flags(pe, f, plans, sliced, user_ids, ptile.body.args[0], dims, paired, starts, outers) \
-            if paired is not None else []
+        shared = _shared_partners(pe, f, plans, sliced, user_ids, ptile.body.args[0], dims, count, partners, starts,
+                                  outers) if partners else []
         copies = _copy_loop(pe, plans, bufs, full, empty, starts, outers, bounds, ivt,
                             ptile.body.args[1], ptile.body.args[2], stages, loop.loc, shared)
         pe.add(YieldOp.create(copies.results[:2], []))
         # consumer: per program, the prefix, the loop and the epilogue
         ctile, ce = tile_loop(cons, cta, count, ctas, 2, loop.loc)
-        paired = _has_partner(ce, ctile.body.args[0], count) if cluster else None
+        paired = [_has_partner(ce, ctile.body.args[0], count, d) for d in partners]
         ids = program_ids(ce, ctile.body.args[0], dims)
         tile_body = ctile.body
         move_into(tile_body, [op for op in outer.ops[ws_at + 1:] if op is not outer.terminator], user_ids, ids, dims)
@@ -379,15 +413,15 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
             consumer.append(moved)
         consumer.append(YieldOp.create([], []))
         read0 = phase0 = None
-        paired = None
+        paired = []
         home = consumer
 
     def release_slot(e: _Emitter, slot: Value, pred: Value) -> None:
-        """Each consumer warp's arrive on `empty[slot]` (with clusters, the other CTA's too)."""
-        if paired is None:
+        """Each consumer warp's arrive on `empty[slot]` (with clusters, the partners' too)."""
+        if not paired:
             e.add(MBarrierArriveOp.create([empty, slot, pred], [], loc=loop.loc))
         else:
-            e.add(MBarrierArriveOp.create([empty, slot, pred, paired], [],
+            e.add(MBarrierArriveOp.create([empty, slot, pred, *paired], [],
                                           {"cluster": True, "per_warpgroup": per_warpgroup}, loc=loop.loc))
 
     # the consumers' loop: wait for the slot, dot, release the slot the previous dot read
@@ -431,4 +465,4 @@ def warp_specialize_loop(f: Function, loop: ForOp, stages: int, plans: list[TmaP
 
 
 __all__ = ["PRODUCER_REGISTERS", "PRODUCER_WARPGROUP", "PRODUCER_WARPS", "accumulator_registers", "can_cluster",
-           "can_persist", "can_specialize", "multicast_plans", "register_split", "registers_per_thread", "warp_specialize_loop"]
+           "can_persist", "cluster_partners", "can_specialize", "multicast_plans", "register_split", "registers_per_thread", "warp_specialize_loop"]

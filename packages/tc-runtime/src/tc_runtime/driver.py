@@ -370,6 +370,28 @@ class Function:
         #: ctypes stream arguments of this function's launcher (0, the legacy stream, is NULL)
         self._cstreams: dict[int, ctypes.c_void_p] = {}
 
+    def max_active_clusters(self, cluster: int) -> int | None:
+        """How many clusters of `cluster` CTAs of this kernel (its threads and shared memory) the
+        GPU runs at once (cuOccupancyMaxActiveClusters), or None where the driver does not say.
+        A persistent grid launched in clusters must not be larger: a cluster's CTAs share one GPC,
+        whose SMs need not be a multiple of the cluster's, and a cluster that does not fit waits
+        for a whole one to finish."""
+        cu = _module()
+        try:
+            config = cu.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = cluster, 1, 1
+            config.blockDimX, config.blockDimY, config.blockDimZ = self.block_x, 1, 1
+            config.sharedMemBytes = self.shared_bytes
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+            config.attrs = [attr]
+            config.numAttrs = 1
+            err, count = cu.cuOccupancyMaxActiveClusters(self.handle, config)
+        except (AttributeError, TypeError, ValueError):  # (bindings without the call or its types)
+            return None
+        return int(count) if not err and int(count) > 0 else None
+
     def attribute(self, name: str) -> int:
         cu = _module()
         which = getattr(cu.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")

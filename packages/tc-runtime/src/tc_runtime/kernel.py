@@ -149,6 +149,19 @@ def persistent_ctas(programs: int, sms: int, cluster: int = 1) -> int:
     return -(-ctas // cluster) * cluster
 
 
+def resident_ctas(function: driver.Function, sms: int, cluster: int) -> int:
+    """The most CTAs of a persistent kernel (one per SM) that run at once: `sms`, or in clusters
+    as many whole clusters as the GPU holds at once (Function.max_active_clusters: a cluster's
+    CTAs share one GPC, whose SMs need not be a multiple of the cluster's; an H100 holds 66
+    clusters of 2 of the 16-bit matmul's CTAs but 30 of 4, thirty-eighth session)."""
+    if cluster <= 1:
+        return sms
+    clusters = function.max_active_clusters(cluster)
+    if clusters is None:
+        return sms // cluster * cluster
+    return min(sms // cluster, clusters) * cluster
+
+
 #: A stream-K kernel's hidden parameters after the grid's: its workspace (partial sums, flags).
 WORKSPACE_PARAMS = ("tc_partials", "tc_flags")
 
@@ -667,7 +680,7 @@ class Kernel(functools.partial[None]):
         packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init())
         v = Variant(binary, function, packer, opt, config, index, spec)
         if binary.persistent:
-            launch_persistently(v, self._device.sm_count, self._device)
+            launch_persistently(v, resident_ctas(function, self._device.sm_count, binary.cluster), self._device)
         return v
 
     def precompile(self, spec: tuple[int, ...], indices: Sequence[int] | None = None) -> int:

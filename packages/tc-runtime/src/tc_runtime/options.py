@@ -128,10 +128,11 @@ def config(defines: Mapping[str, object] | None = None, num_warps: int = 4,
 #: is given, and without one where the compiler refuses it), in a persistent grid with a
 #: producer, each program's first dot issued before the previous program's stores, with a
 #: producer, a producer warpgroup that hands its registers to the consumers and, persistent with a
-#: producer, clusters of 2 CTAs that multicast the operand tiles they share and, persistent
-#: without a producer, stream-K sharing of the last waves of programs (tc_opt.stream_k).
+#: producer, clusters of 2 CTAs that multicast the operand tiles they share (of 4, 2 x 2 tiles
+#: sharing both operands, with cluster_2x2) and, persistent without a producer, stream-K
+#: sharing of the last waves of programs (tc_opt.stream_k).
 SCHEDULE_OPTIONS = ("tma", "tma_store", "warp_specialize", "persistent", "overlap_epilogue", "producer_warpgroup",
-                    "cluster_multicast", "stream_k")
+                    "cluster_multicast", "cluster_2x2", "stream_k")
 
 
 def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
@@ -153,6 +154,9 @@ def schedule_options(options: Mapping[str, object] | None) -> dict[str, object]:
     if out.get("cluster_multicast") and not (out.get("persistent") and out.get("warp_specialize")):
         raise ValueError("config option 'cluster_multicast' needs 'persistent' (with its producer warp): "
                          "only a persistent warp-specialized kernel runs in clusters")
+    if out.get("cluster_2x2") and not out.get("cluster_multicast"):
+        raise ValueError("config option 'cluster_2x2' needs 'cluster_multicast': it makes that option's "
+                         "clusters of 2 clusters of 4")
     if out.get("stream_k") and not out.get("persistent"):
         raise ValueError("config option 'stream_k' needs 'persistent': stream-K shares the programs of a "
                          "persistent grid")
