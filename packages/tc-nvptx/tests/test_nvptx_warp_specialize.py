@@ -295,6 +295,28 @@ def test_ptxas_accepts_the_clusters(store: bool, overlap: bool) -> None:
     assert not re.search(r"C751[0-6]|C7518|C752\d", k.asm["ptxas"]), k.asm["ptxas"]
 
 
+def test_clusters_overlap_the_epilogue_too() -> None:
+    """CompileOptions.overlap_epilogue in clusters: the peeled first iteration of the next program
+    does not arrive (iv = lb), so the consumers' `paired` flags (which read the program) do not
+    keep the rewrite out, and the producer becomes a warpgroup handing its registers over (the
+    tuner's 128x256x64/8/4 overlapped multicast tile ran without the overlap before)."""
+    def overlapped(cluster: bool) -> CompiledKernel:
+        return compile((KERNELS / "matmul_tutorial.tc").read_text(),
+                       defines={"TYPE": "half", "MB": 128, "NB": 256, "KB": 64},
+                       options=CompileOptions(arch="sm_90a", num_warps=8, num_stages=4, specialization=ALIGNED,
+                                              warp_specialize=True, persistent=True, cluster_multicast=cluster,
+                                              tma_store=True, overlap_epilogue=True))
+
+    k = overlapped(True)
+    assert k.cluster == 2 and k.num_warps == 12
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in k.ptx
+    # the rewritten loop's dot and its two peeled copies, and the loop as it was (for K = 0)
+    dots = len(re.findall(r"= tc\.dot ", k.asm["ir-gpu"]))
+    assert dots == 4 == len(re.findall(r"= tc\.dot ", overlapped(False).asm["ir-gpu"]))
+    if find_ptxas() is not None:
+        assert k.spills == 0 and not re.search(r"C751[0-6]|C7518|C752\d", k.asm["ptxas"]), k.asm["ptxas"]
+
+
 @pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
 def test_ptxas_accepts_clusters_of_four() -> None:
     k = _quad()

@@ -35,7 +35,9 @@ H100 (ncu cycles, tutorial 128x256x64 fp16 at 4096^3, 2026-11-26): 4 stages 288.
 (288.8 k: the epilogue's stores and the dots share shared memory's bandwidth).
 
 Applies where the loop's bounds and whatever its body reads from the program's prefix do not
-depend on the program (so they can be computed once, before the loop over the programs), the
+depend on the program (so they can be computed once, before the loop over the programs; in
+clusters the arrive's `paired` flags do, and the peeled iteration, which does not arrive, takes
+false for them: before the thirty-eighth session every clustered kernel kept its epilogue), the
 loop carries nothing but the accumulator and the slots (dead carried values are dropped first),
 and the accumulator's readers after the wait have no side effects (something is left to overlap).
 """
@@ -60,6 +62,8 @@ from tc_ir.ops import (
     WarpSpecializeOp,
     YieldOp,
 )
+
+from tc_ir.types import I1
 
 from .accumulator_init import is_positive_zero
 from .ir_utils import clone_op, replace_uses, uses
@@ -233,9 +237,10 @@ def plan_overlap(tile: ForOp) -> _Plan | None:
     if not any(op.HAS_SIDE_EFFECTS for op in tb.ops[at:-1]):
         return None  # nothing after the readers to overlap
     # the values the body reads from the prefix, and the bounds, computed once before the programs
+    # (but a cluster's `paired` flags of the arrive: the peeled iteration does not arrive)
     free: list[Value] = []
     for op in body.walk():
-        for v in op.operands:
+        for v in op.operands[:3] if op is arrive else op.operands:
             if _defined_in(tb, v) and v not in free:
                 free.append(v)
     needed = [*loop.operands[:3], acc_init, *free]
@@ -259,6 +264,10 @@ def _peel(e: _Emitter, plan: _Plan, mapping: dict[Value, Value], go: Value, read
     undef = te.add(UndefOp.create([], [acc_t])).result
     local = dict(mapping)
     local[body.args[0]] = mapping.get(loop.operands[0], loop.operands[0])
+    arrive = next(op for op in body.ops if isinstance(op, MBarrierArriveOp))
+    if arrive.operands[3:]:  # (a cluster's partners: this iteration's arrive is off, iv = lb)
+        off = te.const(I1, 0)
+        local.update({v: off for v in arrive.operands[3:]})
     for i, arg in enumerate(body.args[1:]):
         local[arg] = undef if i == plan.acc else (read, phase, release)[plan.slots.index(i)]
     term = body.terminator

@@ -71,7 +71,9 @@ TENSOR_CORE_CONFIGS = [
     _cfg(128, 256, 64, 8, 4, **PERSISTENT, overlap_epilogue=True),
     # the same in clusters of 2 whose CTAs multicast the B tile they share, half of its panels
     # each (tc_opt.warp_specialize): H100, 2026-11-27, x cuBLAS in 5 rounds, 8192^3 1.051
-    # against 1.017 without; 4096^3 1.001 against 1.009
+    # against 1.017 without; 4096^3 1.001 against 1.009. (Those runs had no overlapped epilogue:
+    # clusters kept it out until the thirty-eighth session. With it, H100, TFLOPS forced, one
+    # run: 4096^3 689 against 710 without clusters, 8192^3 673 / 676, 4104^3 568 / 430.)
     _cfg(128, 256, 64, 8, 4, **PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
     # 192 columns (tile dimensions need not be powers of two): where 128x256 tiles leave most of
     # the last wave of 132 SMs idle. H100, 2026-11-25, x cuBLAS in interleaved rounds against the
