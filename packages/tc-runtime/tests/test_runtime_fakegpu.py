@@ -1376,6 +1376,10 @@ def test_clusters_of_four_launch_no_more_clusters_than_fit(fake: FakeCuda) -> No
     assert fake.calls[-1][:4] == ("launch", "dot", (128, 1, 1), 9 * 32) and fake2.info["cluster"] == 4
     with pytest.raises(ValueError, match="'cluster_2x2' needs 'cluster_multicast'"):
         tc.config({"MB": 128}, options={"persistent": True, "cluster_2x2": True})
+    fake.cluster_capacity = 0  # (none fits: a clear error, not the driver's launch failure)
+    with pytest.raises(tc.TcLaunchError, match=r"kernel 'dot' runs in clusters of 4 CTAs, but the GPU fits no such "
+                       r"cluster with 288 threads and \d+ bytes of shared memory a CTA"):
+        _persistent_4096(fake, 2, options, {**options, "warp_specialize": True})
 
 
 def test_persistent_ctas_round_up_to_whole_clusters() -> None:

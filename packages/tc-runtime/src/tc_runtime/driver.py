@@ -372,7 +372,8 @@ class Function:
 
     def max_active_clusters(self, cluster: int) -> int | None:
         """How many clusters of `cluster` CTAs of this kernel (its threads and shared memory) the
-        GPU runs at once (cuOccupancyMaxActiveClusters), or None where the driver does not say.
+        GPU runs at once (cuOccupancyMaxActiveClusters; 0: none fits), or None where the driver
+        does not say.
         A persistent grid launched in clusters must not be larger: a cluster's CTAs share one GPC,
         whose SMs need not be a multiple of the cluster's, and a cluster that does not fit waits
         for a whole one to finish."""
@@ -390,7 +391,7 @@ class Function:
             err, count = cu.cuOccupancyMaxActiveClusters(self.handle, config)
         except (AttributeError, TypeError, ValueError):  # (bindings without the call or its types)
             return None
-        return int(count) if not err and int(count) > 0 else None
+        return None if err else int(count)
 
     def attribute(self, name: str) -> int:
         cu = _module()
