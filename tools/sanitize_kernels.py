@@ -90,12 +90,16 @@ def matmul_cases() -> Iterator[tuple[str, str, Any, bool, bool]]:
 
 def extra_fp16_configs() -> list[Any]:
     """Configurations that are not the tuner's but whose code differs: tiles 176 columns wide,
-    whose B panels are partial (tc_opt.dot_layouts.PARTIAL_PANEL_PADDING); their labels hold
-    'NB': '176'."""
+    whose B panels are partial (tc_opt.dot_layouts.PARTIAL_PANEL_PADDING; their labels hold
+    'NB': '176'), and clusters of 4 over 2 x 2 tiles (CompileOptions.cluster_2x2; their labels
+    hold 'cluster_2x2': True)."""
     from tc_torch.ops import matmul as mm
 
     return [mm._cfg(128, 176, 64, 8, 3), mm._cfg(192, 176, 64, 12, 3, 1, **mm.PERSISTENT, cluster_multicast=True),
-            mm._cfg(128, 176, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True)]
+            mm._cfg(128, 176, 64, 8, 4, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True),
+            mm._cfg(192, 192, 64, 12, 3, 2, **mm.PERSISTENT, cluster_multicast=True, cluster_2x2=True),
+            mm._cfg(128, 256, 64, 8, 4, 2, **mm.PERSISTENT, overlap_epilogue=True, cluster_multicast=True,
+                    cluster_2x2=True)]
 
 
 def _operand(rows: int, cols: int, batch: int, transposed: bool, aligned: bool, dtype: Any) -> Any:

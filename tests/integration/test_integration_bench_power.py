@@ -52,6 +52,8 @@ def test_tiles_name_their_schedule_with_letters() -> None:
         {"MB": 256, "NB": 128, "KB": 32, "GROUP_SIZE": 4},
         {"num_warps": 8, "num_stages": 4, "options": {"persistent": True, "tma_store": True, "stream_k": True}})
     assert parse_config("128,256,64,8,4,n", config)[1]["options"] == {"warp_specialize": False}
+    assert parse_config("192,192,64,12,3,p,m,q,g2", config)[1]["options"] == {
+        "persistent": True, "cluster_multicast": True, "cluster_2x2": True}
     with pytest.raises(ValueError, match="unknown option letter 'x'"):
         parse_config("128,256,64,8,3,x", config)
     with pytest.raises(ValueError, match="unknown option letter 'gx'"):

@@ -20,9 +20,12 @@ def test_every_configuration_in_every_layout_it_may_run_in() -> None:
     assert len(cases) == 4 * len(mm.TENSOR_CORE_CONFIGS) + 4 * len(mm.TF32_CONFIGS) \
         + 2 * len(tf32_k_major_only) + len(mm.STREAM_K_CONFIGS) + 4 * len(extra)
     assert len({label for label, *_ in cases}) == len(cases)  # (labels name one case each: --match)
-    # the extra tiles are 176 columns wide (partial swizzle panels) and none is the tuner's
-    assert all(c.defines["NB"] == "176" for c in extra) and not {c.key() for c in extra} & {
-        c.key() for c in mm.TENSOR_CORE_CONFIGS}
+    # the extra tiles are 176 columns wide (partial swizzle panels) or run in clusters of 4, and
+    # none is the tuner's
+    assert all(c.defines["NB"] == "176" or (c.options or {}).get("cluster_2x2") for c in extra)
+    assert sum(bool((c.options or {}).get("cluster_2x2")) for c in extra) == 2
+    assert not {c.key() for c in extra} & {c.key() for c in mm.TENSOR_CORE_CONFIGS}
+    assert sum("'cluster_2x2': True" in label for label, *_ in cases) == 2 * 4
 
 
 def test_the_shapes_cover_aligned_odd_and_unaligned_c_rows() -> None:
