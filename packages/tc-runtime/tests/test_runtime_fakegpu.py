@@ -1380,6 +1380,9 @@ def test_clusters_of_four_launch_no_more_clusters_than_fit(fake: FakeCuda) -> No
     with pytest.raises(tc.TcLaunchError, match=r"kernel 'dot' runs in clusters of 4 CTAs, but the GPU fits no such "
                        r"cluster with 288 threads and \d+ bytes of shared memory a CTA"):
         _persistent_4096(fake, 2, options, {**options, "warp_specialize": True})
+    pairs = {"persistent": True, "cluster_multicast": True}
+    with pytest.raises(tc.TcLaunchError, match=r"clusters of 2 CTAs.*or no clusters \(config option cluster_multicast off\)"):
+        _persistent_4096(fake, 2, pairs, {**pairs, "warp_specialize": True})
 
 
 def test_persistent_ctas_round_up_to_whole_clusters() -> None:

@@ -62,7 +62,6 @@ from tc_ir.ops import (
     WarpSpecializeOp,
     YieldOp,
 )
-
 from tc_ir.types import I1
 
 from .accumulator_init import is_positive_zero

@@ -160,11 +160,12 @@ def resident_ctas(function: driver.Function, sms: int, cluster: int) -> int:
     if clusters is None:
         return sms // cluster * cluster
     if clusters <= 0:
+        smaller = "clusters of 2 (config option cluster_2x2 off)" if cluster > 2 else \
+            "no clusters (config option cluster_multicast off)"
         raise TcLaunchError(
             f"kernel '{function.name}' runs in clusters of {cluster} CTAs, but the GPU fits no such cluster "
             f"with {function.block_x} threads and {function.shared_bytes} bytes of shared memory a CTA; "
-            f"use fewer stages or smaller tiles, or clusters of 2 (config option cluster_2x2 off)",
-            kernel=function.name)
+            f"use fewer stages or smaller tiles, or {smaller}", kernel=function.name)
     return min(sms // cluster, clusters) * cluster
 
 
