@@ -1225,12 +1225,14 @@ def test_entry_without_torch_launches_on_the_default_stream(
 MATMUL_SRC = (Path(__file__).resolve().parents[2] / "tc-lang" / "tests" / "kernels" / "matmul_tutorial.tc").read_text()
 
 
-def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda) -> None:
+def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A configuration compiled persistent (options={"persistent": True, ...}) launches at most
     one program per SM (the fake has 132), as few as take the same number of the grid's programs
     each (512 programs: 4 each on 128, not 4 or 3 on 132), of 9 warps (8 + the producer), with the
-    program grid as three i32 after the nine arguments and the tensor maps after those; the
-    launch entry leaves it to the general path, which does the same on the next call."""
+    program grid as three i32 after the nine arguments and the tensor maps after those: the
+    general path on the first call, the launch entry on the next ones, alike."""
+    general = _count_general(monkeypatch)
     seen: list[tuple[tuple[int, int, int], tuple[int, ...], list[int]]] = []
 
     def body(params: list[int], grid: tuple[int, int, int]) -> None:
@@ -1245,16 +1247,25 @@ def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda) ->
                     options={"persistent": True, "tma_store": True})
     assert cfg.options == {"persistent": True, "tma_store": True, "warp_specialize": True}
     k = tc.kernel(MATMUL_SRC, device="cuda:0", defines={"TYPE": "half"}, autotune_configs=[cfg])
-    for m, n, programs, ctas in ((4096, 4096, 32 * 16, 128), (1024, 512, 8 * 2, 16), (4224, 4096, 33 * 16, 132),
-                                 (8192, 8192, 64 * 32, 128), (4352, 4096, 34 * 16, 109)):
-        k(a.ctypes.data, b.ctypes.data, c.ctypes.data, m, n, 64, 64, 64, 64,
-          grid=lambda opt, m=m, n=n: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
-        assert fake.calls[-1][:4] == ("launch", "dot", (ctas, 1, 1), 9 * 32)
-        grid, ints, maps = seen[-1]
-        assert ints == (m, n, 64, 64, 64, 64, programs, 1, 1)
-        assert maps == [a.ctypes.data, b.ctypes.data, c.ctypes.data]  # (the fake's map: its address)
+    shapes = ((4096, 4096, 32 * 16, 128), (1024, 512, 8 * 2, 16), (4224, 4096, 33 * 16, 132),
+              (8192, 8192, 64 * 32, 128), (4352, 4096, 34 * 16, 109))
+    for m, n, programs, ctas in shapes:
+        for call in range(3):
+            k(a.ctypes.data, b.ctypes.data, c.ctypes.data, m, n, 64, 64, 64, 64,
+              grid=lambda opt, m=m, n=n: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
+            assert fake.calls[-1][:4] == ("launch", "dot", (ctas, 1, 1), 9 * 32)
+            grid, ints, maps = seen[-1]
+            assert ints == (m, n, 64, 64, 64, 64, programs, 1, 1)
+            assert maps == [a.ctypes.data, b.ctypes.data, c.ctypes.data]  # (the fake's map: its address)
+        # (a grid of programs given as a tuple takes the entry as well)
+        k(a.ctypes.data, b.ctypes.data, c.ctypes.data, m, n, 64, 64, 64, 64, grid=(programs,))
+        assert fake.calls[-1][2] == (ctas, 1, 1) and seen[-1][1][6:] == (programs, 1, 1)
+    assert len(general) == 1  # (the first call; every shape has the same key: one configuration)
     assert k.info["persistent"] is True
-    assert not k._records  # (no launch-entry record: persistent launches take the general path)
+    assert len(k._records) == 1
+    # a program grid of 2**31 or more is the general path's error, as on a first call
+    with pytest.raises(ValueError, match=r"programs must number fewer than 2\*\*31"):
+        k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 4096, 4096, 64, 64, 64, 64, grid=(2**16, 2**15))
     with pytest.raises(TypeError, match="must be True or False"):
         tc.config({"MB": 128}, options={"persistent": 1})
     with pytest.raises(ValueError, match="'unroll' is not one of tma, tma_store, warp_specialize, persistent"):

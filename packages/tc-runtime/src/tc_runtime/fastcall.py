@@ -40,7 +40,7 @@ from .signature import DIV8, DIV16, NONE, ONE, Signature, int_code_expression
 
 #: Launch record fields, in order (a tuple: the entry unpacks it into these names once per launch).
 RECORD_FIELDS = ("pack_into", "buffer", "launch", "handle", "block_x", "shared", "params", "owner",
-                 "opt", "failed", "packer")
+                 "opt", "failed", "packer", "programs")
 
 
 #: An integer argument's specialization code as its two bits of the entry's key.
@@ -90,11 +90,13 @@ def _entry_key_expression(sig: Signature, extra: list[int]) -> str:
 
 def launch_record(v: Any, ctypes_backend: bool) -> tuple[Any, ...] | None:
     """The fields the entry needs to launch variant `v` (a kernel.Variant), or None when its
-    function uses the other driver back end than the entry was generated for or it is persistent
-    (its launch adds the grid to the arguments and changes the grid: the general path does it)."""
+    function uses the other driver back end than the entry was generated for or it runs
+    stream-K (its launch also takes a workspace per stream: the general path does it). A
+    persistent variant's record has its `programs(gx, gy, gz)` (kernel.launch_persistently): the
+    entry packs the program grid after the arguments and launches that many CTAs."""
     fn = v.function
     raw = fn._raw
-    if (raw is not None) != ctypes_backend or v.binary.persistent:  # (see kernel.launch_persistently)
+    if (raw is not None) != ctypes_backend or (v.binary.persistent and v.programs is None):
         return None
     if ctypes_backend:
         launch, handle, params = raw, fn._chandle, v.packer.pointers
@@ -102,7 +104,7 @@ def launch_record(v: Any, ctypes_backend: bool) -> tuple[Any, ...] | None:
         launch, handle, params = fn._launch, fn.handle, v.packer.address
     # (the thread that owns the variant's buffer: others launch through its locked spare packer)
     return (v.pack_into, v.buffer, launch, handle, fn.block_x, fn.shared_bytes, params,
-            v.owner, v.opt, fn._failed, v.packer)
+            v.owner, v.opt, fn._failed, v.packer, v.programs if v.binary.persistent else None)
 
 
 _TEMPLATE = '''
@@ -148,7 +150,11 @@ def entry({params}*rest, grid=None, stream=None):
     if get_ident() != owner:
         return general({names_args}grid=grid, stream=stream)
     try:
-        pack_into(buffer, 0, {names_args})
+        if programs is None:
+            pack_into(buffer, 0, {names_args})
+        else:  # (persistent: the program grid after the arguments, on as many CTAs as it takes)
+            pack_into(buffer, 0, {names_args}gx, gy, gz)
+            gx, gy, gz = programs(gx, gy, gz), 1, 1
     except Exception:
         packed = False
     else:

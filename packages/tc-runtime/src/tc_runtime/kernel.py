@@ -86,7 +86,7 @@ class Variant:
     """One compiled and loaded GPU kernel: a configuration for one specialization pattern."""
 
     __slots__ = ("binary", "function", "packer", "pack_into", "buffer", "opt", "lock", "owner",
-                 "config", "index", "spec", "run", "run_normalized")
+                 "config", "index", "spec", "run", "run_normalized", "programs")
 
     def __init__(self, binary: KernelBinary, function: driver.Function, packer: ArgPacker,
                  opt: Options, config: Config, index: int, spec: tuple[int, ...]) -> None:
@@ -128,6 +128,10 @@ class Variant:
         self.run = function.launcher(packer, self.pack_into, self.buffer, packer.pack, foreign)
         self.run_normalized = function.launcher(packer, _normalized_pack_into_of(packer),
                                                 self.buffer, packer.pack, foreign_normalized)
+        #: a persistent kernel's CTAs for a grid of programs, `programs(gx, gy, gz)` (set by
+        #: launch_persistently; None for other kernels and for stream-K, whose launches also
+        #: take a workspace): the launch entry packs the grid after the arguments and launches these
+        self.programs: Callable[[int, int, int], int] | None = None
 
 
 #: The hidden parameters of a persistent kernel: the extents of the program grid it runs.
@@ -193,8 +197,9 @@ def launch_persistently(v: Variant, ctas: int, device: driver.Device | None = No
     holds a whole pipeline; `persistent_ctas` balances them), which loop over the grid's programs,
     given to the kernel as three hidden parameters after the caller's arguments. A stream-K kernel
     (binary.stream_k) launches min(programs, ctas) CTAs, which share the last waves, and takes its
-    workspace (one per stream, `Workspace`, on `device`) as two more. (The launch entry leaves
-    these variants to the general path: fastcall.launch_record.)"""
+    workspace (one per stream, `Workspace`, on `device`) as two more. (The launch entry launches
+    the others itself through `v.programs`, and leaves stream-K to the general path:
+    fastcall.launch_record.)"""
     run, run_normalized = v.run, v.run_normalized
     partial_bytes = v.binary.stream_k
     workspaces: dict[int, Workspace] = {}
@@ -228,6 +233,7 @@ def launch_persistently(v: Variant, ctas: int, device: driver.Device | None = No
         run_normalized((*args, gx, gy, gz, *workspace(stream)), programs(gx, gy, gz), 1, 1, stream)
 
     v.run, v.run_normalized = (stream_k, stream_k_normalized) if partial_bytes else (persistent, persistent_normalized)
+    v.programs = None if partial_bytes else programs
 
 
 def _not_initialized(*args: object, **kwargs: object) -> None:
