@@ -1250,7 +1250,7 @@ def test_persistent_configuration_launches_one_program_per_sm(fake: FakeCuda,
     shapes = ((4096, 4096, 32 * 16, 128), (1024, 512, 8 * 2, 16), (4224, 4096, 33 * 16, 132),
               (8192, 8192, 64 * 32, 128), (4352, 4096, 34 * 16, 109))
     for m, n, programs, ctas in shapes:
-        for call in range(3):
+        for _ in range(3):
             k(a.ctypes.data, b.ctypes.data, c.ctypes.data, m, n, 64, 64, 64, 64,
               grid=lambda opt, m=m, n=n: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
             assert fake.calls[-1][:4] == ("launch", "dot", (ctas, 1, 1), 9 * 32)

@@ -104,7 +104,7 @@ def launch_record(v: Any, ctypes_backend: bool) -> tuple[Any, ...] | None:
         launch, handle, params = fn._launch, fn.handle, v.packer.address
     # (the thread that owns the variant's buffer: others launch through its locked spare packer)
     return (v.pack_into, v.buffer, launch, handle, fn.block_x, fn.shared_bytes, params,
-            v.owner, v.opt, fn._failed, v.packer, v.programs if v.binary.persistent else None)
+            v.owner, v.opt, fn._failed, v.packer, v.programs)
 
 
 _TEMPLATE = '''
