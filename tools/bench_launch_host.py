@@ -97,6 +97,39 @@ def ns_per_call(fn: Callable[[], object], number: int, repeat: int) -> float:
     return min(times) / number * 1e9
 
 
+MATMUL_SRC = ROOT / "packages/tc-lang/tests/kernels/matmul_tutorial.tc"
+
+
+def _persistent_matmul_rows(tc: Any, cu: Any, backend: str, number: int, repeat: int
+                            ) -> list[tuple[str, float]]:
+    """The fp16 4096^3 persistent matmul with tensor maps (A, B and a bulk-stored C), launched
+    as tc_torch.matmul does: int arguments and a grid function, C the same tensor each call or
+    (a new output per call) alternating between two addresses."""
+    cu.param_count = 15
+    a, b, c, c2 = (cu.alloc(4096).ctypes.data for _ in range(4))
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=4,
+                    options={"persistent": True, "tma_store": True})
+    k = tc.kernel(MATMUL_SRC.read_text(), device="cuda:0", defines={"TYPE": "half"},
+                  autotune_configs=[cfg])
+    n = 4096
+
+    def grid(opt: Any) -> tuple[int, int]:
+        return tc.cdiv(n, opt.MB) * tc.cdiv(n, opt.NB), 1
+
+    outputs = [c, c2]
+    k(a, b, c, n, n, n, n, n, n, grid=grid)
+    k(a, b, c2, n, n, n, n, n, n, grid=grid)
+
+    def alternating() -> None:
+        outputs.reverse()
+        k(a, b, outputs[0], n, n, n, n, n, n, grid=grid)
+
+    return [(f"tc matmul 4096^3 persistent, 3 maps, same C [{backend}]",
+             ns_per_call(lambda: k(a, b, c, n, n, n, n, n, n, grid=grid), number, repeat)),
+            (f"tc matmul 4096^3 persistent, 3 maps, C alternating [{backend}]",
+             ns_per_call(alternating, number, repeat))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=7)
@@ -186,6 +219,7 @@ def main() -> int:
         k2(zp, xp, 1, 64, 64, 64, grid=(1,))
         rows.append((f"tc kernel, 2 pointers + 4 ints, tuple grid [{backend}]",
                      ns_per_call(lambda: k2(zp, xp, 1, 64, 64, 64, grid=(1,)), number, repeat)))
+        rows += _persistent_matmul_rows(tc, cu, backend, number, repeat)
     rows.append(("bare no-op launch (ctypes-style call, 11 args)",
                  ns_per_call(lambda: noop_raw(1, 1, 1, 1, 128, 1, 1, 0, None, None, None),
                              number, repeat)))

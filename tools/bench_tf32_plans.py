@@ -47,6 +47,7 @@ def planned(plan: str, a: Any, b: Any) -> Callable[[], Any]:
 
     def call() -> Any:
         mm.pick_transpose_first = forced if plan != "auto" else own
+        mm._PLANS.clear()  # (a launch planned under another choice would skip this one's)
         try:
             return tc_torch.matmul(a, b, precision="tf32")
         finally:

@@ -1,13 +1,15 @@
 """Host time per call and GPU time of tc_torch's memory-bound ops against torch's, on a GPU.
 
     python tools/bench_torch_gpu_host.py [--label NAME] [--check] [--no-gpu-time]
+    python tools/bench_torch_gpu_host.py --matmul 256,2048,4096
 
 Host time: the best of 5 rounds of 200 back-to-back calls timed with time.perf_counter, without
 synchronizing inside a round (the GPU runs behind), in microseconds per call. GPU time:
 tc_runtime.testing.do_bench (median, ms). --check first compares each op's first call (the general
 path, which chooses the kernel) with its second (the fast path) bit for bit, and both with torch,
 and the autograd path's values and gradients with torch's. To compare trees, run it once per tree
-with that tree's tc_torch first on PYTHONPATH. Not a test: it needs a CUDA GPU.
+with that tree's tc_torch first on PYTHONPATH. --matmul times tc_torch.matmul against torch.matmul
+instead (`matmul_rows`). Not a test: it needs a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -71,6 +73,46 @@ def cases(m: int, n: int, dtype: torch.dtype) -> list[tuple[str, Fn, Fn]]:
     ]
 
 
+def matmul_host_us(fn: Fn, calls: int, rounds: int = 7) -> tuple[float, float]:
+    """(best, median) over `rounds` of the host time of `calls` back-to-back products, in us per
+    call, each result kept until the next one is made (as `c = f(a, b)` in a loop does: the
+    outputs alternate between two addresses, where a discarded one would be reused at once)."""
+    out = fn()
+    for _ in range(5):
+        out = fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            out = fn()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+        torch.cuda.synchronize()
+    del out
+    times.sort()
+    return times[0], times[len(times) // 2]
+
+
+def matmul_rows(sizes: list[int]) -> None:
+    """tc_torch.matmul against torch.matmul, fp16 n x n x n: host time per call and whether the
+    host keeps ahead of the GPU (the GPU time of one product, do_bench)."""
+    print(f"{'product':16s} {'tc host best/median':>20s} {'torch host best/median':>23s} "
+          f"{'tc GPU':>8s} {'torch GPU':>9s}  (us per call)")
+    for n in sizes:
+        a = torch.randn(n, n, dtype=torch.float16, device="cuda")
+        b = torch.randn(n, n, dtype=torch.float16, device="cuda")
+        calls = 200 if n <= 2048 else 60
+        tc_fn: Fn = lambda: tc_torch.matmul(a, b)  # noqa: E731
+        torch_fn: Fn = lambda: torch.matmul(a, b)  # noqa: E731
+        tc_host = matmul_host_us(tc_fn, calls)
+        torch_host = matmul_host_us(torch_fn, calls)
+        tc_ms = do_bench(tc_fn, warmup=10, rep=40)[0]
+        torch_ms = do_bench(torch_fn, warmup=10, rep=40)[0]
+        print(f"{f'{n}^3 fp16':16s} {f'{tc_host[0]:.1f} / {tc_host[1]:.1f}':>20s} "
+              f"{f'{torch_host[0]:.1f} / {torch_host[1]:.1f}':>23s} {tc_ms * 1e3:8.1f} "
+              f"{torch_ms * 1e3:9.1f}", flush=True)
+
+
 def check(m: int, n: int, dtype: torch.dtype) -> list[str]:
     """Mismatches between first and second calls and against torch (an empty list when none)."""
     problems: list[str] = []
@@ -123,11 +165,16 @@ def main() -> int:
     parser.add_argument("--label", default="")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--no-gpu-time", action="store_true")
+    parser.add_argument("--matmul", default="",
+                        help="comma-separated n: time n^3 fp16 products instead (e.g. 256,2048,4096)")
     opts = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU")
         return 1
     print(f"[{opts.label}] tc_torch from {tc_torch.__file__}; {torch.cuda.get_device_name()}")
+    if opts.matmul:
+        matmul_rows([int(n) for n in opts.matmul.split(",")])
+        return 0
     if opts.check:
         problems = check(4096, 1024, torch.float16) + check(512, 1000, torch.float32)
         print("checks:", "all passed" if not problems else "\n  ".join(["FAILED"] + problems))

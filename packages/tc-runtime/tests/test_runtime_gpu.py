@@ -251,6 +251,34 @@ def test_persistent_matmul_through_the_runtime(m: int, n: int, k: int) -> None:
     torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)
 
 
+def test_tensor_maps_follow_the_arguments_launch_by_launch() -> None:
+    """A persistent kernel with three tensor maps (A, B, and C's bulk stores) launched through the
+    launch entry with the operands and outputs changing between launches, as tc_torch.matmul's
+    new output per call does: the packer points each map parameter at its copy for the launch's
+    arguments (TmaArgPacker keeps them by value); every result must be its own product, and no
+    launch may write into another launch's output."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("persistent matmuls need a Hopper GPU (TMA, wgmma)")
+    m, n, k = 512, 768, 128
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
+                    options={"persistent": True, "tma_store": True})
+    kern = tc.kernel(TUTORIAL, defines={"TYPE": "half"}, autotune_configs=[cfg])
+    a = [torch.randn(m, k, device="cuda", dtype=torch.float16) for _ in range(2)]
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    outputs = [torch.full((m, n), -1.0, device="cuda", dtype=torch.float16) for _ in range(3)]
+    order = [(0, 0), (1, 1), (0, 2), (1, 0), (0, 1), (1, 2), (1, 1), (0, 0)]
+    for ai, ci in order:  # (each output written by each A once at least, the last one stays)
+        kern(a[ai].data_ptr(), b.data_ptr(), outputs[ci].data_ptr(), m, n, k, k, n, n,
+             grid=lambda opt: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
+    torch.cuda.synchronize()
+    assert kern.info["persistent"] is True and len(kern._records) == 1  # (the entry launched them)
+    last = {ci: ai for ai, ci in order}
+    for ci, ai in last.items():
+        ref = a[ai].float() @ b.float()
+        torch.testing.assert_close(outputs[ci].float(), ref, atol=0.5, rtol=2e-2, msg=lambda s: f"C{ci}: {s}")
+
+
 SIGNS_SRC = """__global__ void k(int* o, int n, unsigned u, long l) {
   *o = n; *(o + 1) = u; *(o + 2) = l;
 }"""

@@ -12,7 +12,7 @@ import pytest
 
 from tc_runtime.errors import TcLaunchError
 from tc_runtime.signature import Signature
-from tc_runtime.tensor_maps import MAP_BYTES, TensorMapCache, TmaArgPacker, map_geometry, packer_for
+from tc_runtime.tensor_maps import MAP_BYTES, PLACED_PER_MAP, TensorMapCache, TmaArgPacker, map_geometry, packer_for
 
 KINDS = ["ptr<f16>", "ptr<f16>", "ptr<f16>", "i32", "i32", "i32", "i32", "i32", "i32"]
 NAMES = ["A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc"]
@@ -156,7 +156,7 @@ def test_broadcast_batch_is_one_batch_of_a_positive_stride() -> None:
 
 def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
     # a launch with the same pointers, extents and strides leaves the maps in place (no look-up);
-    # a change of any of them (here M, A's row extent) brings them up to date
+    # a change of any of them (here M, A's row extent) brings the maps made of it up to date
     p = packer_for(Signature("mm", KINDS, NAMES), [MAP_A, MAP_B], FakeCu())
     assert isinstance(p, TmaArgPacker)
     looked_up: list[int] = []
@@ -175,7 +175,7 @@ def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.M
     args: list[object] = list(_args())
     args[3] = 301  # M: A's map covers 301 rows now
     address = p.pack(tuple(args))
-    assert looked_up == [0, 1, 0, 1]
+    assert looked_up == [0, 1, 0]  # (B's map is not made of M)
     pointers = [int(x or 0) for x in (ctypes.c_void_p * 11).from_address(address)]
     assert ctypes.c_int32.from_address(pointers[3]).value == 301
     assert p.map_bytes(0) == real_get(MAP_A, tuple(args))
@@ -192,3 +192,46 @@ def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.M
     assert struct.unpack_from("<Q", p.map_bytes(0))[0] == 0x60000
     with pytest.raises(Exception, match="alignment|aligned|16"):
         p.pack((0x60001, *args[1:]))  # (a misaligned base is refused, not packed stale)
+
+
+def test_packer_points_at_the_maps_of_arguments_seen_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output tensor new per call (tc_torch.matmul's C, whose address alternates between two in
+    a loop) re-places only the maps made of it, from the copies made the first time: no map is
+    derived again, and each launch's parameters point at the bytes of its own arguments."""
+    map_c = {"base": 2, "element": "f16", "extents": [4, 0, 3, 0], "stride": [8, 1], "box": [64, 128],
+             "swizzle": 128}
+    cu = FakeCu()
+    p = packer_for(Signature("mm", KINDS, NAMES), [MAP_A, MAP_B, map_c], cu)
+    assert isinstance(p, TmaArgPacker)
+    looked_up: list[int] = []
+    real_get = p.cache.get
+
+    def get(spec: Any, values: Any) -> bytes:
+        looked_up.append(int(spec["base"]))
+        return real_get(spec, values)
+
+    monkeypatch.setattr(p.cache, "get", get)
+
+    def launch(c: int) -> list[int]:
+        """The map parameters of a pack with C at `c`, checked against a fresh encoding."""
+        args = (0x10000, 0x20000, c, 300, 520, 200, 256, 512, 520)
+        address = p.pack(args)
+        pointers = [int(x or 0) for x in (ctypes.c_void_p * 12).from_address(address)]
+        for k, spec in enumerate((MAP_A, MAP_B, map_c)):
+            assert pointers[9 + k] % 64 == 0
+            assert ctypes.string_at(pointers[9 + k], MAP_BYTES)[:4] == struct.pack("<I", [0x10000, 0x20000, c][k])
+            assert ctypes.string_at(pointers[9 + k], MAP_BYTES) == p.map_bytes(k)
+        return pointers[9:]
+
+    first = launch(0x30000)
+    second = launch(0x70000)
+    assert looked_up == [0, 1, 2, 2] and first[:2] == second[:2] and first[2] != second[2]
+    for _ in range(3):
+        assert launch(0x30000) == first and launch(0x70000) == second
+    assert looked_up == [0, 1, 2, 2] and len(cu.calls) == 4
+    # each map keeps the copies of PLACED_PER_MAP argument values, then starts over
+    for i in range(PLACED_PER_MAP):
+        launch(0x100000 + 0x100 * i)
+    assert looked_up.count(2) == 2 + PLACED_PER_MAP and len(p._placed[2]) == 2  # (cleared at the 63rd)
+    launch(0x30000)
+    assert looked_up.count(2) == 3 + PLACED_PER_MAP

@@ -89,7 +89,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGpu]:
     monkeypatch.setattr(mm, "_sm90", {0: True})  # (matmul asks torch.cuda for the arch once)
     monkeypatch.setattr(mm, "TRANSPOSE_FIRST_MIN_FLOPS", 0.0)  # (small tensors copy operands too)
     for mod, names in ((sm, ("_FORWARD", "_BACKWARD")), (ln, ("_FORWARD", "_PLANS")),
-                       (ce, ("_FORWARD", "_BACKWARD")), (tr, ("_KERNELS",)), (mm, ("_KERNELS",)),
+                       (ce, ("_FORWARD", "_BACKWARD")), (tr, ("_KERNELS",)), (mm, ("_KERNELS", "_PLANS")),
                        (pad_rows, ("_KERNELS",)),
                        (add_op, ("_kernels", "_by_index"))):
         for name in names:
@@ -296,6 +296,9 @@ def test_fast_path_launches_what_the_general_path_launches(
     assert gpu.device_checks == checks and gpu.made == made  # the fast path was taken
     assert _normalized(gpu.launches, inputs, fast) == first
     assert _layout(fast) == _layout(general)
+    gpu.launches.clear()  # (a third call: matmul's fast path launches from its plan now)
+    again = call()
+    assert _normalized(gpu.launches, inputs, again) == first and _layout(again) == _layout(general)
 
 
 def test_batches_of_one_copied_first_take_the_general_path(gpu: FakeGpu) -> None:
@@ -423,3 +426,56 @@ def test_matmul_fast_path_copies_the_operand_the_general_path_copies(gpu: FakeGp
         tc_torch.matmul(a, b, precision="tf32")
     kernels = [key[:2] + (dict(key[2]).get("USE_A"),) for key, _, _ in gpu.launches]  # type: ignore[index]
     assert kernels == [("transpose", "transpose", None), ("matmul", "matmul", "a")] * 2
+
+
+def test_matmul_fast_path_plans_each_layout_it_reads_in_place(gpu: FakeGpu,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path keeps the launch it derived for a layout (shapes, strides, dtypes, device,
+    precision) whose operands it reads in place, and a later call of that layout launches from
+    the plan alone; any other layout (here: A column-major, B of another dtype, another
+    precision) is derived for itself, and a plan whose kernel is no longer chosen is not used."""
+    a, b = _r(24, 40), _r(40, 50)
+    for _ in range(2):  # (the general path, then the fast path's first derivation)
+        tc_torch.matmul(a, b)
+    assert len(mm._PLANS) == 1
+    expected = gpu.launches[-1]
+    derived: list[object] = []
+    first = mm._fast_mm_first
+
+    def counting(*args: Any) -> Any:
+        derived.append(args[4][:4])
+        return first(*args)
+
+    monkeypatch.setattr(mm, "_fast_mm_first", counting)
+    gpu.launches.clear()
+    c = tc_torch.matmul(a, b)
+    assert derived == [] and c.shape == (24, 50)
+    assert gpu.launches == [(expected[0], (a.data_ptr(), b.data_ptr(), c.data_ptr()) + expected[1][3:],
+                             expected[2])]
+    # other layouts (A column-major of the same shape, B in float64, tf32) are derived for
+    # themselves
+    at = _r(40, 24).t()
+    for x, y, precision in ((at, b, "ieee"), (a, b.double(), "ieee"), (a, b, "tf32")):
+        derived.clear()
+        got = mm._fast_mm(x, y, precision)
+        assert derived == [(x.shape, y.shape, x.stride(), y.stride())]
+        assert got is None  # (no kernel chosen for these yet: the general path's to do)
+    tc_torch.matmul(at, b)  # (the general path chooses its kernel: A transposed)
+    tc_torch.matmul(at, b)
+    launch = gpu.launches[-1]
+    assert launch[1][6] == 24  # lda: A column-major, 24 apart
+    # a plan whose kernel is no longer chosen: derived again, and the general path decides
+    monkeypatch.setattr(mm, "_KERNELS", {})
+    derived.clear()
+    assert mm._fast_mm(a, b, "ieee") is None and len(derived) == 1
+
+
+def test_matmul_fast_path_plans_no_copies(gpu: FakeGpu) -> None:
+    """Layouts the fast path copies first (rows padded, a tf32 operand made K-contiguous) get no
+    plan: their copies are new tensors each call."""
+    padded = _r(740, 740, dtype=torch.float16), _r(740, 740, dtype=torch.float16)
+    copied = _r(16, 8).t(), _r(16, mm.TRANSPOSE_FIRST_MIN)
+    for _ in range(3):
+        tc_torch.matmul(*padded)
+        tc_torch.matmul(*copied, precision="tf32")
+    assert mm._PLANS == {}

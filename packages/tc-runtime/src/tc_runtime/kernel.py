@@ -72,10 +72,19 @@ def _normalized_pack_into_of(packer: ArgPacker) -> Callable[..., None]:
 
 
 def _pack_into_of(packer: ArgPacker) -> Callable[..., None]:
-    """packer's `pack_into(buffer, offset, *args)` for the caller's arguments: struct's own, or
+    """packer's `pack_into(buffer, offset, *args)` for the caller's arguments: struct's own; with
+    tensor maps struct's own, then the maps for these arguments (struct refuses what is not an
+    int where an int goes, a tensor for a pointer: the launch paths then pack through `pack`);
     with bf16 scalars (packed as their bit pattern) always the checked packer."""
     if not packer._always_normalize:
         return packer._pack_into
+    if isinstance(packer, tensor_maps.TmaArgPacker) and packer._raw_ok:
+        pack_into, place = packer._pack_into, packer._place_maps
+
+        def pack_with_maps(buffer: Any, offset: int, *args: object) -> None:
+            pack_into(buffer, offset, *args)
+            place(args)
+        return pack_with_maps
 
     def pack(buffer: object, offset: int, *args: object) -> None:
         packer.pack(args)

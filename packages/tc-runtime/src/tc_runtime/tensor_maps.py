@@ -14,7 +14,8 @@ coordinate 0) is encoded as extent 1, stride 16 bytes.
 Encoding is a driver call (cuTensorMapEncodeTiled): `TensorMapCache` keeps the bytes per (map,
 address, extents, stride), so repeated launches on the same tensors only look them up.
 `TmaArgPacker` is the ArgPacker of such a kernel: its parameter array has one more entry per
-map, pointing at 64-byte aligned host copies of the maps that each `pack` brings up to date.
+map, pointing at a 64-byte aligned host copy of the map for the launch's arguments, which each
+`pack` brings up to date.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ L2_PROMOTION = 2
 OOB_FILL_ZEROS = 0
 #: The largest extent a map may have (cuTensorMapEncodeTiled: at most 2^32).
 MAX_EXTENT = 1 << 32
+#: Argument values a packer remembers the placed bytes of, per map (forgotten all at once beyond).
+PLACED_PER_MAP = 64
 
 
 def map_geometry(spec: Mapping[str, Any], args: Sequence[object]) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
@@ -132,32 +135,52 @@ class TensorMapCache:
         return data
 
 
+class PlacedMap:
+    """One encoded map in a 64-byte aligned host buffer of its own, which a parameter points at."""
+
+    __slots__ = ("buffer", "address")
+
+    def __init__(self, data: bytes) -> None:
+        self.buffer = ctypes.create_string_buffer(MAP_BYTES + 64)
+        self.address = ctypes.addressof(self.buffer) + (-ctypes.addressof(self.buffer) % 64)
+        ctypes.memmove(self.address, data, MAP_BYTES)
+
+
 class TmaArgPacker(ArgPacker):
     """The argument packer of a kernel with tensor maps: the user's arguments as ArgPacker packs
-    them, then one pointer per map to its 64-byte aligned host copy, refreshed by every `pack`
-    (so launch paths that call `pack`, as they do for `_always_normalize` packers, need nothing
-    else)."""
+    them, then one pointer per map to a 64-byte aligned host copy of it, brought up to date by
+    every `pack` (so launch paths that call `pack`, as they do for `_always_normalize` packers,
+    need nothing else).
+
+    Each map's copies are kept by the values of the arguments it is made of (`PLACED_PER_MAP` of
+    them): a launch on tensors seen before points the parameter at their copy again, without
+    deriving the map (`map_geometry`, TensorMapCache) or copying its bytes. tc_torch.matmul's
+    output is a new tensor per call, whose address alternates between two in a loop; re-deriving
+    the three maps of the 4096^3 persistent matmul cost that launch 10 us of host time on top of
+    2 (the simulated driver, tools/bench_launch_host.py)."""
 
     def __init__(self, sig: Signature, maps: Sequence[Mapping[str, Any]], cache: TensorMapCache) -> None:
         super().__init__(sig)
         self.maps = [dict(m) for m in maps]
         self.cache = cache
         n = len(self.maps)
-        self._blob = ctypes.create_string_buffer(MAP_BYTES * max(n, 1) + 64)
-        start = -ctypes.addressof(self._blob) % 64
-        self._map_addresses = [ctypes.addressof(self._blob) + start + MAP_BYTES * k for k in range(n)]
+        empty = PlacedMap(bytes(MAP_BYTES))  # (until the first pack)
         user = list(self.pointers)[: len(sig.kinds)]
-        self.pointers = (ctypes.c_void_p * max(len(user) + n, 1))(*user, *self._map_addresses)
+        self._first_map = len(user)
+        self.pointers = (ctypes.c_void_p * max(len(user) + n, 1))(*user, *[empty.address] * n)
         self.address = ctypes.addressof(self.pointers)
-        self._current: list[bytes | None] = [None] * n
         self._always_normalize = True  # every launch goes through `pack`
-        # the arguments the maps are made of, and their values at the last launch: a launch with
-        # the same values (the common case: the same tensors again) leaves the maps in place
-        used = sorted({int(i) for m in self.maps
-                       for i in [m["base"], *list(m["extents"])[::2], *list(m["stride"])[::2]]
-                       if int(i) >= 0})
+        # each map's arguments; the values all maps were last placed for (a launch with the same
+        # values, the common case, leaves them in place), and each map's own
+        per_map = [sorted({int(i) for i in [m["base"], *list(m["extents"])[::2], *list(m["stride"])[::2]]
+                           if int(i) >= 0}) for m in self.maps]
+        used = sorted({i for args in per_map for i in args})
         self._map_args = operator.itemgetter(*used, *used[:1])  # (always a tuple)
         self._map_key: tuple[object, ...] | None = None
+        self._own_args = [operator.itemgetter(*args, *args[:1]) for args in per_map]
+        self._own_key: list[tuple[object, ...] | None] = [None] * n
+        self._placed: list[dict[tuple[object, ...], PlacedMap]] = [{} for _ in range(n)]
+        self._in_place = [empty] * n  # (what the parameters point at, kept alive)
         # the raw arguments pack directly when every pointer is an int (no bf16 scalar to convert)
         self._raw_ok = not sig._has_bf16
         self._pointer_args = tuple(sig.pointer_indices)
@@ -190,20 +213,30 @@ class TmaArgPacker(ArgPacker):
         return self.address
 
     def _place_maps(self, values: Sequence[object]) -> None:
-        """Bring the maps after the arguments up to date for these argument values."""
+        """Point the map parameters at copies of the maps for these argument values."""
         key = self._map_args(values)
         if key == self._map_key:
             return
-        for k, spec in enumerate(self.maps):
-            data = self.cache.get(spec, values)
-            if data is not self._current[k]:
-                ctypes.memmove(self._map_addresses[k], data, MAP_BYTES)
-                self._current[k] = data
+        self._map_key = None  # (until every map is in place: a failed encoding leaves it unknown)
+        for k, own in enumerate(self._own_args):
+            own_key = own(values)
+            if own_key == self._own_key[k]:
+                continue
+            placed = self._placed[k]
+            found = placed.get(own_key)
+            if found is None:
+                found = PlacedMap(self.cache.get(self.maps[k], values))
+                if len(placed) >= PLACED_PER_MAP:
+                    placed.clear()
+                placed[own_key] = found
+            self._in_place[k] = found
+            self.pointers[self._first_map + k] = found.address
+            self._own_key[k] = own_key
         self._map_key = key
 
     def map_bytes(self, k: int) -> bytes:
         """The map now in parameter k (after the user's), as the kernel will read it."""
-        return ctypes.string_at(self._map_addresses[k], MAP_BYTES)
+        return ctypes.string_at(self._in_place[k].address, MAP_BYTES)
 
 
 def packer_for(sig: Signature, maps: Sequence[Mapping[str, Any]], cu: Any,
@@ -214,4 +247,4 @@ def packer_for(sig: Signature, maps: Sequence[Mapping[str, Any]], cu: Any,
     return TmaArgPacker(sig, maps, cache or TensorMapCache(cu))
 
 
-__all__ = ["MAP_BYTES", "TensorMapCache", "TmaArgPacker", "encode", "map_geometry", "packer_for"]
+__all__ = ["MAP_BYTES", "PlacedMap", "TensorMapCache", "TmaArgPacker", "encode", "map_geometry", "packer_for"]

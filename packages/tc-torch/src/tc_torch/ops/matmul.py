@@ -210,6 +210,15 @@ def _tuned(name: str, device: torch.device, defines: dict[str, object], cfgs: li
 #: B transposed, device index, precision): the fast path's look-up.
 _KERNELS: dict[tuple[torch.dtype, bool, bool, int, str], tc.Kernel] = {}
 
+#: The fast path's launches by operand layout: (shapes, strides, dtypes, device index, precision)
+#: -> (the _KERNELS key, the output's shape, the integer arguments, the grid function), for
+#: products that read their operands in place. A call with a layout seen before only allocates
+#: and launches: deriving the launch again cost the host about 6 us a call on an H100's host
+#: (thirty-ninth session), a quarter of a 2048^3 product's kernel time.
+_PLANS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+#: Layouts _PLANS holds at most (all are forgotten beyond: a workload has a few).
+PLANS_MAX = 1024
+
 
 def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
     """(tensor, transposed, leading dimension) of the matrices in the last two dims of t."""
@@ -475,10 +484,26 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     batches: a batch of 1 or a 2-D operand broadcasts), whose kernel was chosen before: the same
     launch without the general path's checks (an H100's host, 2048²: 26 us per call against
     34 through matmul_out; a batch went through matmul_out alone, 136 us); else None, and the
-    general path decides."""
+    general path decides. A layout launched before takes its plan (`_PLANS`)."""
     i = cuda_index(a)
     if i < 0 or cuda_index(b) != i:
         return None
+    layout = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, i, precision)
+    plan = _PLANS.get(layout)
+    if plan is not None:
+        kernel_key, shape, ints, grid = plan
+        kern = _KERNELS.get(kernel_key)
+        if kern is not None:
+            c = a.new_empty(shape)
+            kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), *ints, grid=grid)
+            return c
+    return _fast_mm_first(a, b, precision, i, layout)
+
+
+def _fast_mm_first(a: torch.Tensor, b: torch.Tensor, precision: str, i: int,
+                   layout: tuple[Any, ...]) -> torch.Tensor | None:
+    """_fast_mm for a `layout` without a plan yet (or whose kernel is not chosen), on GPU `i`:
+    derive the launch, and keep it as the layout's plan where it reads the operands in place."""
     sa = a.shape
     sb = b.shape
     da, db = len(sa), len(sb)
@@ -541,13 +566,18 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
         kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
     if kern is None:
         return None
-    c = a.new_empty((z, m, n) if da == 3 or db == 3 else (m, n))
+    shape = (z, m, n) if da == 3 or db == 3 else (m, n)
+    c = a.new_empty(shape)
 
-    def grid(opt: tc.Options) -> tuple[int, int]:
-        return tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB), z
+    def grid(opt: tc.Options) -> tuple[int, int]:  # (called every launch: tc.cdiv inlined)
+        return -(-m // opt.MB) * -(-n // opt.NB), z
 
-    kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, la[1], lb[1], n, saz, sbz, m * n,
-         grid=grid)
+    ints = (m, n, k, la[1], lb[1], n, saz, sbz, m * n)
+    kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), *ints, grid=grid)
+    if not (pad_a or pad_b) and plan == "none":  # (copies: their own tensors each call)
+        if len(_PLANS) >= PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[layout] = ((dtype, la[0], lb[0], i, precision), shape, ints, grid)
     return c
 
 
