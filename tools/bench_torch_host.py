@@ -74,7 +74,7 @@ def patch_devices() -> None:
         return CUDA0
 
     def cuda_index(t: torch.Tensor) -> int:
-        return 0 if not t.is_cuda and t.get_device() == -1 else -1
+        return 0 if not t.is_cuda and t.layout is torch.strided and t.get_device() == -1 else -1
 
     for name, mod in list(sys.modules.items()):
         if name != "tc_torch" and not name.startswith("tc_torch."):

@@ -64,8 +64,8 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGpu]:
         dev = real_device_of(tensors, op)
         return CUDA0 if dev.type == "cpu" else dev
 
-    def cuda_index(t: torch.Tensor) -> int:
-        return 0 if t.device.type == "cpu" else -1
+    def cuda_index(t: torch.Tensor) -> int:  # (as devices.cuda_index: strided tensors only)
+        return 0 if t.device.type == "cpu" and t.layout is devices.STRIDED else -1
 
     def get_kernel(file: str, name: str, device: torch.device, defines: dict[str, object],
                    num_warps: int = 4, num_stages: int = 3, configs: Any = None, key: Any = None,
@@ -376,6 +376,36 @@ def test_fast_paths_keep_the_general_errors(gpu: FakeGpu) -> None:
         tc_torch.matmul(x.half(), x.half(), precision="tf32")
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
         tc_torch.softmax([1.0])  # type: ignore[arg-type]
+    assert len(gpu.launches) == launches
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_fast_paths_refuse_sparse_tensors_by_name(gpu: FakeGpu) -> None:
+    """A sparse tensor (no strides, no is_contiguous) in any argument of a warm fast path gets the
+    general path's error naming its layout, not torch's RuntimeError from inside the fast path."""
+    x, w, t = _r(4, 16), _r(16), torch.randint(0, 16, (4,))
+    y, mean, rstd, dloss, lse = _r(4, 16), _r(4), _r(4), _r(4), _r(4)
+    s = x.to_sparse_csr()
+    calls: list[Callable[[torch.Tensor], object]] = [
+        lambda v: tc_torch.softmax(v), lambda v: sm.softmax_backward(v, y),
+        lambda v: sm.softmax_backward(y, v), lambda v: tc_torch.add(v, x),
+        lambda v: tc_torch.add(x, v), lambda v: tc_torch.layer_norm(v, 16, w, w),
+        lambda v: ln.layer_norm_backward(v, x, 16, w, True, mean, rstd, True, True, True),
+        lambda v: ln.layer_norm_backward(y, v, 16, w, True, mean, rstd, True, True, True),
+        lambda v: tc_torch.cross_entropy(v, t), lambda v: ce.cross_entropy_backward(dloss, v, t, lse, -100),
+        lambda v: tc_torch.transpose(v), lambda v: tc_torch.matmul(v, x.t()),
+        lambda v: tc_torch.matmul(x.t().contiguous(), v)]
+    for call in calls:
+        call(x)  # (warm: the fast path is taken by the next call of the same kind)
+        call(x)
+    launches = len(gpu.launches)
+    for call in calls:
+        with pytest.raises(TypeError, match="layout torch.sparse_csr"):
+            call(s)
+    # a sparse (COO) weight or bias of layer_norm is refused the same way
+    for weight, bias in ((w.to_sparse(), w), (w, w.to_sparse())):
+        with pytest.raises(TypeError, match="layout torch.sparse_coo"):
+            tc_torch.layer_norm(x, 16, weight, bias)
     assert len(gpu.launches) == launches
 
 

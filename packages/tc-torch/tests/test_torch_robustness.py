@@ -1,6 +1,9 @@
-"""Edge cases of the ops on the interpreter: empty batches, extreme arguments, clear refusals."""
+"""Edge cases of the ops on the interpreter (and on the GPU's warm fast paths): empty batches, extreme
+arguments, clear refusals."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -119,6 +122,32 @@ def test_tensors_that_are_not_strided_are_refused(op: str, layout: str) -> None:
     with pytest.raises(TypeError, match=r"tensors of layout torch\.(sparse_coo|sparse_csr|_mkldnn) "
                                         r"\(sparse, mkldnn\) are not supported"):
         calls[op]()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_sparse_tensors_on_warm_fast_paths_are_refused_on_the_gpu(layout: str) -> None:
+    # each op's fast path warm (two calls with dense tensors), then a sparse tensor of cuda:0 in
+    # each place: the general path's TypeError, not torch's RuntimeError from the fast path
+    def convert(t: torch.Tensor) -> torch.Tensor:
+        return t.to_sparse() if layout == "coo" else _sparse_csr(t)
+
+    x = torch.randn(16, 16, device="cuda")
+    w = torch.randn(16, device="cuda")
+    t = torch.zeros(16, dtype=torch.long, device="cuda")
+    calls: list[Callable[[torch.Tensor], object]] = [
+             lambda v: tc_torch.add(v, x), lambda v: tc_torch.add(x, v), lambda v: tc_torch.softmax(v),
+             lambda v: tc_torch.transpose(v), lambda v: tc_torch.matmul(v, x), lambda v: tc_torch.matmul(x, v),
+             lambda v: tc_torch.layer_norm(v, 16, w, w), lambda v: tc_torch.cross_entropy(v, t)]
+    for call in calls:
+        call(x)
+        call(x)
+    s = convert(x)
+    for call in calls:
+        with pytest.raises(TypeError, match=r"tensors of layout torch\.sparse_(coo|csr) \(sparse, mkldnn\) are "
+                                            r"not supported"):
+            call(s)
 
 
 def test_out_variants_check_the_output() -> None:

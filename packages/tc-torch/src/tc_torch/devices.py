@@ -27,10 +27,12 @@ CONTIGUOUS = torch.contiguous_format
 
 
 def cuda_index(t: torch.Tensor) -> int:
-    """The index of t's CUDA device, or -1 when t is not on a CUDA device: the ops' fast paths
-    test this (cheaper than t.device, which builds a torch.device). Every fast path looks it up
-    here, so tools/bench_torch_host.py can send CPU tensors down the GPU paths."""
-    return t.get_device() if t.is_cuda else -1
+    """The index of t's CUDA device, or -1 when t is not a strided tensor on a CUDA device: the
+    ops' fast paths test this before any other read of a tensor (cheaper than t.device, which
+    builds a torch.device), so a sparse one (no strides, no is_contiguous) takes the general
+    path, which refuses it by name (`device_of`). Every fast path looks it up here, so
+    tools/bench_torch_host.py can send CPU tensors down the GPU paths."""
+    return t.get_device() if t.is_cuda and t.layout is STRIDED else -1
 
 
 def device_of(tensors: Sequence[torch.Tensor], op: str) -> torch.device:

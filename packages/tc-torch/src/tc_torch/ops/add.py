@@ -105,7 +105,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         # the fast path: contiguous tensors of one shape and dtype on a GPU whose kernel was
         # created before (the same launch as below, without the checks the first call did)
         i = cuda_index(x)
-        if i >= 0 and x.is_contiguous() and y.is_contiguous() and cuda_index(y) == i:
+        if i >= 0 and cuda_index(y) == i and x.is_contiguous() and y.is_contiguous():
             dtype = x.dtype
             k = _by_index.get((dtype, i))
             if k is not None and dtype == y.dtype and x.shape == y.shape:

@@ -59,7 +59,7 @@ def _fast_forward(x: torch.Tensor, t: torch.Tensor,
     whose kernel was chosen before (the same launch without the checks of the first call); else
     None."""
     i = cuda_index(x)
-    if i < 0 or not x.is_contiguous() or not t.is_contiguous() or cuda_index(t) != i \
+    if i < 0 or cuda_index(t) != i or not x.is_contiguous() or not t.is_contiguous() \
             or t.dtype != torch.int64:
         return None
     shape = x.shape

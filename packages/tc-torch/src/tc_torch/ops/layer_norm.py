@@ -75,9 +75,9 @@ def _forward_kernel(dtype: torch.dtype, n: int, has_w: bool, has_b: bool,
 def _param_ok(p: object, n: int, dtype: torch.dtype, i: int, grad: bool) -> bool:
     """Whether weight or bias `p` takes the fast path: None, or a contiguous (n,) tensor of
     `dtype` on GPU `i` that needs no gradient (`grad`: grad mode is on)."""
-    return p is None or (isinstance(p, torch.Tensor) and p.dtype == dtype and p.is_contiguous()
-                         and not (grad and p.requires_grad) and p.shape == (n,)
-                         and cuda_index(p) == i)
+    return p is None or (isinstance(p, torch.Tensor) and cuda_index(p) == i and p.dtype == dtype
+                         and p.is_contiguous() and not (grad and p.requires_grad)
+                         and p.shape == (n,))
 
 
 def _fast_forward(x: torch.Tensor, n: int, w: torch.Tensor | None, b: torch.Tensor | None,
@@ -185,8 +185,8 @@ def _fast_backward(dy: torch.Tensor, x: torch.Tensor, n: int, w: torch.Tensor | 
     """layer_norm_backward for contiguous, non-empty dy and x of one shape on a GPU whose plan
     was made before (the same launches without the checks of the first call); else None."""
     i = cuda_index(x)
-    if i < 0 or not x.is_contiguous() or not dy.is_contiguous() or cuda_index(dy) != i \
-            or cuda_index(mean) != i or cuda_index(rstd) != i:
+    if i < 0 or cuda_index(dy) != i or cuda_index(mean) != i or cuda_index(rstd) != i \
+            or not x.is_contiguous() or not dy.is_contiguous():
         return None
     shape = x.shape
     numel = x.numel()

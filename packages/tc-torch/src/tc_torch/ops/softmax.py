@@ -92,8 +92,8 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
 def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """The gradient of softmax(x, dim=-1) given the output y and the output gradient dy."""
     i = cuda_index(y)
-    if i >= 0 and y.is_contiguous() and dy.is_contiguous() and y.dtype == dy.dtype \
-            and cuda_index(dy) == i:  # the fast path, as in _fast_forward
+    if i >= 0 and cuda_index(dy) == i and y.is_contiguous() and dy.is_contiguous() \
+            and y.dtype == dy.dtype:  # the fast path, as in _fast_forward
         shape = y.shape
         if shape and dy.shape == shape:
             n = shape[-1]
