@@ -146,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the providers' timings")
+    ap.add_argument("--warm-l2", action="store_true",
+                    help="time calls without flushing L2 before each (do_bench clear_l2=False)")
     ap.add_argument("--dtypes", default="float16,bfloat16,tf32", help="a subset of float16,bfloat16,tf32")
     ap.add_argument("--unpadded", action="store_true",
                     help="time tc_torch's matmul_out with pad='off' too (provider 'tc unpadded': what "
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 if timed:  # the providers take turns, round after round (tools/bench_rounds.py)
                     torch.backends.cuda.matmul.allow_tf32 = tf32
                     try:
-                        times = interleaved_rounds(timed, rounds=args.rounds)
+                        times = interleaved_rounds(timed, rounds=args.rounds, clear_l2=not args.warm_l2)
                     finally:
                         torch.backends.cuda.matmul.allow_tf32 = False
                     row.update({name: 2.0 * m * n * k / (statistics.median(t) * 1e-3) / 1e12

@@ -19,11 +19,13 @@ REP_MS = 40
 
 
 def interleaved_rounds(providers: Mapping[str, Callable[[], object]], rounds: int = ROUNDS,
-                       rep: float = REP_MS) -> dict[str, list[float]]:
+                       rep: float = REP_MS, clear_l2: bool = True) -> dict[str, list[float]]:
     """Milliseconds per call of each provider in each of `rounds` rounds (do_bench's median), the
     providers taking turns within each round. Each round starts one provider further along
     (round r with provider r mod n), so that no provider always follows the same one or always
-    comes first: the clock a provider gets from the power limiter depends on what ran before it."""
+    comes first: the clock a provider gets from the power limiter depends on what ran before it.
+    `clear_l2` False: do_bench leaves L2 as the previous call left it (calls back to back, the
+    operands partly cached) instead of flushing it before each call."""
     import tc_runtime as tc
 
     names = list(providers)
@@ -31,7 +33,7 @@ def interleaved_rounds(providers: Mapping[str, Callable[[], object]], rounds: in
     for r in range(rounds):
         shift = r % len(names) if names else 0
         for name in names[shift:] + names[:shift]:
-            ms, _, _ = tc.testing.do_bench(providers[name], warmup=10, rep=rep)
+            ms, _, _ = tc.testing.do_bench(providers[name], warmup=10, rep=rep, clear_l2=clear_l2)
             times[name].append(ms)
     return times
 

@@ -27,10 +27,12 @@ def test_rounds_rotate_which_provider_goes_first(monkeypatch: pytest.MonkeyPatch
     import tc_runtime as tc
 
     calls: list[str] = []
+    flushes: list[bool] = []
 
-    def bench(fn: Any, warmup: float, rep: float) -> tuple[float, float, float]:
+    def bench(fn: Any, warmup: float, rep: float, clear_l2: bool) -> tuple[float, float, float]:
         name = fn()
         calls.append(name)
+        flushes.append(clear_l2)
         ms = {"tc": 1.0, "torch": 2.0, "triton": 3.0}[name] + len(calls) / 100
         return ms, ms, ms
 
@@ -42,6 +44,9 @@ def test_rounds_rotate_which_provider_goes_first(monkeypatch: pytest.MonkeyPatch
     assert times == {"tc": pytest.approx([1.01, 1.06, 1.08, 1.10]),
                      "torch": pytest.approx([2.02, 2.04, 2.09, 2.11]),
                      "triton": pytest.approx([3.03, 3.05, 3.07, 3.12])}
+    assert flushes == [True] * 12  # (L2 flushed before each call unless asked not to)
+    bench_rounds.interleaved_rounds(providers, rounds=1, rep=1.0, clear_l2=False)
+    assert flushes[12:] == [False] * 3
 
 
 def test_speedups_of_rounds_of_different_counts_are_refused() -> None:
