@@ -154,10 +154,10 @@ def test_broadcast_batch_is_one_batch_of_a_positive_stride() -> None:
         map_geometry(MAP_BATCHED, (*_args(lda=0), 0, 0, 0))
 
 
-def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a launch with the same pointers, extents and strides leaves the maps in place (no look-up);
-    # a change of any of them (here M, A's row extent) brings the maps made of it up to date
-    p = packer_for(Signature("mm", KINDS, NAMES), [MAP_A, MAP_B], FakeCu())
+def _recording_packer(maps: list[dict[str, Any]], cu: FakeCu, monkeypatch: pytest.MonkeyPatch
+                      ) -> tuple[TmaArgPacker, list[int]]:
+    """A packer of `maps` whose cache records the base argument of each map it derives."""
+    p = packer_for(Signature("mm", KINDS, NAMES), maps, cu)
     assert isinstance(p, TmaArgPacker)
     looked_up: list[int] = []
     real_get = p.cache.get
@@ -167,6 +167,13 @@ def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.M
         return real_get(spec, values)
 
     monkeypatch.setattr(p.cache, "get", get)
+    return p, looked_up
+
+
+def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a launch with the same pointers, extents and strides leaves the maps in place (no look-up);
+    # a change of any of them (here M, A's row extent) brings the maps made of it up to date
+    p, looked_up = _recording_packer([MAP_A, MAP_B], FakeCu(), monkeypatch)
     p.pack(_args())
     assert looked_up == [0, 1]
     p.pack(_args())
@@ -178,7 +185,7 @@ def test_packer_skips_the_maps_when_their_arguments_repeat(monkeypatch: pytest.M
     assert looked_up == [0, 1, 0]  # (B's map is not made of M)
     pointers = [int(x or 0) for x in (ctypes.c_void_p * 11).from_address(address)]
     assert ctypes.c_int32.from_address(pointers[3]).value == 301
-    assert p.map_bytes(0) == real_get(MAP_A, tuple(args))
+    assert p.map_bytes(0) == TensorMapCache.get(p.cache, MAP_A, tuple(args))  # (the cache's bytes)
     # arguments struct cannot take as they are (a numpy-style integer pointer) are normalized
     class Index:
         def __init__(self, value: int) -> None:
@@ -201,16 +208,7 @@ def test_packer_points_at_the_maps_of_arguments_seen_before(monkeypatch: pytest.
     map_c = {"base": 2, "element": "f16", "extents": [4, 0, 3, 0], "stride": [8, 1], "box": [64, 128],
              "swizzle": 128}
     cu = FakeCu()
-    p = packer_for(Signature("mm", KINDS, NAMES), [MAP_A, MAP_B, map_c], cu)
-    assert isinstance(p, TmaArgPacker)
-    looked_up: list[int] = []
-    real_get = p.cache.get
-
-    def get(spec: Any, values: Any) -> bytes:
-        looked_up.append(int(spec["base"]))
-        return real_get(spec, values)
-
-    monkeypatch.setattr(p.cache, "get", get)
+    p, looked_up = _recording_packer([MAP_A, MAP_B, map_c], cu, monkeypatch)
 
     def launch(c: int) -> list[int]:
         """The map parameters of a pack with C at `c`, checked against a fresh encoding."""
