@@ -95,7 +95,8 @@ def matmul_host_us(fn: Fn, calls: int, rounds: int = 7) -> tuple[float, float]:
 
 def matmul_rows(sizes: list[int]) -> None:
     """tc_torch.matmul against torch.matmul, fp16 n x n x n: host time per call and whether the
-    host keeps ahead of the GPU (the GPU time of one product, do_bench)."""
+    host keeps ahead of the GPU (the GPU time of one product, do_bench); then the same for a
+    forward and backward pass through autograd (three products)."""
     print(f"{'product':16s} {'tc host best/median':>20s} {'torch host best/median':>23s} "
           f"{'tc GPU':>8s} {'torch GPU':>9s}  (us per call)")
     for n in sizes:
@@ -109,6 +110,25 @@ def matmul_rows(sizes: list[int]) -> None:
         tc_ms = do_bench(tc_fn, warmup=10, rep=40)[0]
         torch_ms = do_bench(torch_fn, warmup=10, rep=40)[0]
         print(f"{f'{n}^3 fp16':16s} {f'{tc_host[0]:.1f} / {tc_host[1]:.1f}':>20s} "
+              f"{f'{torch_host[0]:.1f} / {torch_host[1]:.1f}':>23s} {tc_ms * 1e3:8.1f} "
+              f"{torch_ms * 1e3:9.1f}", flush=True)
+        # forward and backward through autograd (a training step's product): both gradients
+        ag, bg = a.clone().requires_grad_(), b.clone().requires_grad_()
+        dc = torch.randn(n, n, dtype=torch.float16, device="cuda")
+
+        def step(mm: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Fn:
+            def run() -> object:
+                ag.grad = bg.grad = None
+                mm(ag, bg).backward(dc)  # type: ignore[no-untyped-call]
+                return ag.grad
+            return run
+
+        tc_step, torch_step = step(tc_torch.matmul), step(torch.matmul)
+        tc_host = matmul_host_us(tc_step, max(calls // 3, 20))
+        torch_host = matmul_host_us(torch_step, max(calls // 3, 20))
+        tc_ms = do_bench(tc_step, warmup=10, rep=40)[0]
+        torch_ms = do_bench(torch_step, warmup=10, rep=40)[0]
+        print(f"{f'  fwd+bwd':16s} {f'{tc_host[0]:.1f} / {tc_host[1]:.1f}':>20s} "
               f"{f'{torch_host[0]:.1f} / {torch_host[1]:.1f}':>23s} {tc_ms * 1e3:8.1f} "
               f"{torch_ms * 1e3:9.1f}", flush=True)
 
