@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.autograd.function import once_differentiable
 
 import tc_runtime as tc
 
 from ..devices import (CONTIGUOUS, FLOAT_DTYPES, INT32_LIMIT, acc_dtype, acc_type, check_extent,
                        check_tensor, cuda_index, device_of, launch, on_cuda, tc_type)
 from ..library import get_kernel, rows_num_warps
+from .first_order import first_order
 from .rows import row_stride
 
 OP = "tc_torch.cross_entropy"
@@ -128,7 +128,7 @@ class _CrossEntropy(torch.autograd.Function):
         return loss
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx: Any, dloss: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         x, t, lse = ctx.saved_tensors
         return cross_entropy_backward(dloss, x, t, lse, ctx.ignore_index), None, None

@@ -13,13 +13,13 @@ from typing import Any
 
 import attrs
 import torch
-from torch.autograd.function import once_differentiable
 
 import tc_runtime as tc
 
 from ..devices import (CONTIGUOUS, FLOAT_DTYPES, INT32_LIMIT, acc_dtype, acc_type, check_tensor,
                        cuda_index, device_of, launch, on_cuda, tc_type)
 from ..library import get_kernel, rows_num_warps
+from .first_order import first_order
 from .rows import as_rows, row_stride
 
 OP = "tc_torch.layer_norm"
@@ -275,7 +275,7 @@ class _LayerNorm(torch.autograd.Function):
         return y
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx: Any, dy: torch.Tensor) -> tuple[torch.Tensor | None, None,
                                                      torch.Tensor | None, torch.Tensor | None,
                                                      None]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.autograd.function import once_differentiable
 
 import tc_runtime as tc
 
@@ -20,6 +19,7 @@ from ..devices import (FLOAT_DTYPES, INT32_LIMIT, acc_type, check_extent, check_
                        device_of, extent, launch, on_cuda, tc_type)
 from ..library import get_kernel
 from . import transpose as transpose_op
+from .first_order import first_order
 from .pad_rows import fast_padded, padded
 
 OP = "tc_torch.matmul"
@@ -616,7 +616,7 @@ class _Matmul(torch.autograd.Function):
         return _mm(a, b, precision)
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx: Any, dc: torch.Tensor
                  ) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
         a, b = ctx.saved_tensors

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.autograd.function import once_differentiable
 
 import tc_runtime as tc
 
 from ..devices import (CONTIGUOUS, FLOAT_DTYPES, INT32_LIMIT, acc_type, check_tensor, cuda_index,
                        device_of, launch, on_cuda, tc_type)
 from ..library import get_kernel, rows_num_warps
+from .first_order import first_order
 from .rows import as_rows, row_stride
 
 #: Longest row held in one tile; longer rows walk the row in chunks of LOOP_BLOCK.
@@ -127,7 +127,7 @@ class _Softmax(torch.autograd.Function):
         return y
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
         (y,) = ctx.saved_tensors
         return softmax_backward(dy if dy.dtype == y.dtype else dy.to(y.dtype), y)

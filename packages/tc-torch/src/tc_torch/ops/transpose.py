@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.autograd.function import once_differentiable
 
 import tc_runtime as tc
 
 from ..devices import (FLOAT_DTYPES, INT32_LIMIT, check_extent, check_tensor, cuda_index, device_of,
                        launch, on_cuda, tc_type)
 from ..library import get_kernel
+from .first_order import first_order
 
 OP = "tc_torch.transpose"
 
@@ -100,7 +100,7 @@ class _Transpose(torch.autograd.Function):
         return _transpose(x)
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
         return _transpose(dy)
 
