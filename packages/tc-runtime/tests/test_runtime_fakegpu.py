@@ -14,6 +14,7 @@ import enum
 import functools
 import itertools
 import statistics
+import time
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -1017,6 +1018,64 @@ def test_entry_records_keep_the_variants_owner_thread(fake: FakeCuda) -> None:
     assert len(k._records) == 2
     owners = {rec[fastcall.RECORD_FIELDS.index("owner")] for rec in k._records.values()}
     assert owners == {v.owner for v in k._fast.values()} == {threading.get_ident()}
+
+
+def test_other_threads_launch_through_records_of_their_own(fake: FakeCuda,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variant built in this thread, launched from others (a backward pass runs on torch's
+    autograd thread): each other thread's first launch makes a record of its own packer and
+    launches through the entry, as this thread does, never through the general path; threads
+    switching every microsecond never see each other's arguments; past THREAD_RECORDS a thread
+    takes the general path."""
+    import sys
+    import threading
+
+    general = _count_general(monkeypatch)
+    seen: list[tuple[int, int]] = []
+
+    def body(params: list[int], grid: tuple[int, int, int]) -> None:
+        seen.append((threading.get_ident(), ctypes.c_int32.from_address(params[1]).value))
+
+    fake.kernels["acc"] = body
+    k = tc.kernel(ACC_SRC, device="cuda:0", defines={"BLOCK": 32})
+    buf = fake.alloc(4 * 64)
+    z = buf.ctypes.data
+    k(z, 16, grid=(1,))  # (built here: this thread owns the variant's buffer)
+    assert len(general) == 1
+    expected: dict[int, int] = {threading.get_ident(): 16}
+    release = threading.Event()  # (the threads stay alive until the end: no ident is reused)
+
+    def launches(n: int, wait: bool = True) -> None:
+        expected[threading.get_ident()] = n
+        for _ in range(300):
+            k(z, n, grid=(1,))
+        if wait:
+            release.wait()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=launches, args=(32 + 16 * i,)) for i in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        launches(16, wait=False)
+        deadline = time.monotonic() + 60
+        while len(seen) < 1 + 5 * 300 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(seen) == 1 + 5 * 300
+        assert len(general) == 1  # every other thread launched through the entry
+        assert all(n == expected[tid] for tid, n in seen)
+        # beyond THREAD_RECORDS records for other threads: the general path (locked)
+        monkeypatch.setattr(fastcall, "THREAD_RECORDS", 4)
+        late = threading.Thread(target=launches, args=(128, False))
+        late.start()
+        late.join()
+        assert len(general) == 1 + 300 and seen[-1] == (late.ident, 128)
+    finally:
+        sys.setswitchinterval(interval)
+        release.set()
+        for t in threads:
+            t.join()
 
 
 def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:

@@ -31,7 +31,7 @@ def test_a_second_derivative_is_refused(name: str) -> None:
     (again,) = torch.autograd.grad(OPS[name](x), x, w, create_graph=True)
     assert torch.equal(first, again) and again.requires_grad
     with pytest.raises(RuntimeError, match="marked with @once_differentiable"):
-        again.sum().backward()
+        again.sum().backward()  # type: ignore[no-untyped-call]
 
 
 def test_first_order_calls_the_backward_directly_without_grad_mode() -> None:

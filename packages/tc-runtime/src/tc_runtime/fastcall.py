@@ -22,8 +22,11 @@ tuning, other threads, several devices, odd grids and stream objects behave exac
 a wrong argument count, a key seen for the first time, pointer arguments that are neither ints nor
 have a `data_ptr()` giving one (or have no `dtype` or `is_cuda`, or elements of another type
 than the pointer's, or are in host memory), pointers that are not 16-byte aligned, a grid that
-is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, a call from a thread
-other than the one that built the variant, several GPUs in use, and values `struct` cannot pack.
+is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, several GPUs in use,
+and values `struct` cannot pack. A call from a thread other than the one that built the variant
+launches through a record of its own (`thread_record`: a packer with buffers of its own, made on
+the thread's first call; a kernel's backward pass runs on torch's autograd thread), up to
+THREAD_RECORDS of them per kernel; beyond, such calls take the general path, which locks.
 
 `tools/bench_launch_host.py` times the entry per call form against a no-op driver.
 """
@@ -42,6 +45,9 @@ from .signature import DIV8, DIV16, NONE, ONE, Signature, int_code_expression
 RECORD_FIELDS = ("pack_into", "buffer", "launch", "handle", "block_x", "shared", "params", "owner",
                  "opt", "failed", "packer", "programs")
 
+
+#: Records a kernel's entry makes for threads other than a variant's owner, at most.
+THREAD_RECORDS = 64
 
 #: An integer argument's specialization code as its two bits of the entry's key.
 _DIGITS = {DIV16: 2, DIV8: 3, ONE: 1, NONE: 0}
@@ -107,12 +113,25 @@ def launch_record(v: Any, ctypes_backend: bool) -> tuple[Any, ...] | None:
             v.owner, v.opt, fn._failed, v.packer, v.programs)
 
 
+def thread_record(record: tuple[Any, ...], pack_into_of: Callable[[Any], Callable[..., None]],
+                  ctypes_backend: bool, owner: int) -> tuple[Any, ...]:
+    """`record` (a launch_record) for thread `owner`: the same launch through a packer with
+    buffers of its own (`packer.another()`; `pack_into_of` gives its pack_into, as the variant's
+    is kernel._pack_into_of's), so that threads never pack into one another's buffers."""
+    fields = dict(zip(RECORD_FIELDS, record))
+    packer = fields["packer"].another()
+    fields.update(pack_into=pack_into_of(packer), buffer=packer.buffer, owner=owner, packer=packer,
+                  params=packer.pointers if ctypes_backend else packer.address)
+    return tuple(fields[name] for name in RECORD_FIELDS)
+
+
 _TEMPLATE = '''
 def entry({params}*rest, grid=None, stream=None):
     \"\"\"Launch the kernel: k(*args, grid=..., stream=None) (see tc_runtime.Kernel).\"\"\"
 {addresses}    try:
 {alignment}
-        r = table[{key}]
+        k = {key}
+        r = table[k]
     except Exception:
         r = None
     if r is None or rest{missing} or drv._several:
@@ -147,8 +166,11 @@ def entry({params}*rest, grid=None, stream=None):
         s = stream
     else:
         return general({names_args}grid=grid, stream=stream)
-    if get_ident() != owner:
-        return general({names_args}grid=grid, stream=stream)
+    if get_ident() != owner:  # (another thread: through a packer of its own)
+        r = adopt(k)
+        if r is None:
+            return general({names_args}grid=grid, stream=stream)
+        {fields} = r
     try:
         if programs is None:
             pack_into(buffer, 0, {names_args})
@@ -221,10 +243,12 @@ def check_gpu_memory(sig: Signature, i: int, value: Any, device: int) -> None:
 
 def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, ...]],
                general: Callable[..., None], stream_fn: Callable[[int], int], index: int,
-               max_grid: tuple[int, ...], ctypes_backend: bool) -> Callable[..., None]:
+               max_grid: tuple[int, ...], ctypes_backend: bool,
+               pack_into_of: Callable[[Any], Callable[..., None]]) -> Callable[..., None]:
     """The generated entry of one kernel: `table` maps `entry_key`s to `launch_record`s;
     `general(*args, grid=, stream=)` is the kernel's general launch path; `stream_fn(index)`
-    gives the current stream's raw handle (`driver._default_stream`: always 0, inlined).
+    gives the current stream's raw handle (`driver._default_stream`: always 0, inlined);
+    `pack_into_of(packer)` the pack_into of another thread's packer (`thread_record`).
 
     The kernel's arguments are positional-only parameters `a0, a1, ...` defaulting to MISSING,
     plus `*rest`: binding them costs CPython less than building an argument tuple and unpacking
@@ -281,8 +305,20 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
             given = tuple(a for a in given if a is not MISSING)
         return general(*given, grid=grid, stream=stream)
 
+    adopted: dict[tuple[int, Any], tuple[Any, ...]] = {}
+
+    def adopt(key: Any) -> tuple[Any, ...] | None:
+        """This thread's record of the variant `table[key]` (made on its first launch here), or
+        None beyond THREAD_RECORDS (the general path then launches under the variant's lock)."""
+        tid = threading.get_ident()
+        r = adopted.get((tid, key))
+        if r is None and len(adopted) < THREAD_RECORDS:
+            r = adopted[tid, key] = thread_record(table[key], pack_into_of, ctypes_backend, tid)
+        return r
+
     namespace: dict[str, Any] = {
         "table": table, "general": general, "fallback": fallback, "stream_fn": stream_fn,
+        "adopt": adopt,
         "MISSING": MISSING, "drv": driver, "get_ident": threading.get_ident,
         "cstreams": driver._cstreams, "cstream": driver.cstream,
         "streams": _cuda_python_streams, "stream_object": driver.stream_object,

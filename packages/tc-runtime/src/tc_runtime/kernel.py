@@ -480,7 +480,7 @@ class Kernel(functools.partial[None]):
                 self._ctypes_backend = driver.raw_launch_function() is not None
                 self._set_entry(fastcall.make_entry(
                     sig, self._key_indices, self._records, self._call, self._stream_fn,
-                    self._index, self._max_grid, self._ctypes_backend))
+                    self._index, self._max_grid, self._ctypes_backend, _pack_into_of))
                 self._entry_made = True
         return sig
 
