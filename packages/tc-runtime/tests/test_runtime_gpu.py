@@ -279,6 +279,49 @@ def test_tensor_maps_follow_the_arguments_launch_by_launch() -> None:
         torch.testing.assert_close(outputs[ci].float(), ref, atol=0.5, rtol=2e-2, msg=lambda s: f"C{ci}: {s}")
 
 
+def test_tma_kernels_launch_from_threads_without_a_context() -> None:
+    """A thread that never used CUDA has no current context, in which the driver refuses to encode
+    a tensor map: a TMA kernel built in this thread and launched first from such threads, with
+    arguments new to them (their records' maps are their own), must set the context and compute
+    the right products."""
+    import threading
+
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("persistent matmuls need a Hopper GPU (TMA, wgmma)")
+    m, n, k = 256, 512, 128
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
+                    options={"persistent": True, "tma_store": True})
+    kern = tc.kernel(TUTORIAL, defines={"TYPE": "half"}, autotune_configs=[cfg])
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    outputs = [torch.full((m, n), -1.0, device="cuda", dtype=torch.float16) for _ in range(3)]
+
+    def launch(c: Any) -> None:
+        kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, k, n, n,
+             grid=lambda opt: (tc.cdiv(m, opt.MB) * tc.cdiv(n, opt.NB),))
+
+    launch(outputs[0])  # (built here)
+    errors: list[BaseException] = []
+
+    def other(c: Any) -> None:
+        try:
+            launch(c)
+            launch(c)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    for c in outputs[1:]:
+        t = threading.Thread(target=other, args=(c,))
+        t.start()
+        t.join()
+    torch.cuda.synchronize()
+    assert errors == []
+    ref = a.float() @ b.float()
+    for c in outputs:
+        torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)
+
+
 SIGNS_SRC = """__global__ void k(int* o, int n, unsigned u, long l) {
   *o = n; *(o + 1) = u; *(o + 2) = l;
 }"""

@@ -28,14 +28,17 @@ class FakeMap:
 
 
 class FakeCu:
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, context: bool = True) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.fail = fail
+        self.context = context  # (False: a thread without a current context)
 
     def cuTensorMapEncodeTiled(self, *args: Any) -> tuple[int, Any]:  # noqa: N802 - the driver's name
         self.calls.append(args)
         if self.fail:
             return 1, None
+        if not self.context:
+            return 201, None  # CUDA_ERROR_INVALID_CONTEXT
         address = args[2]
         return 0, FakeMap([address & 0xFFFFFFFF, len(self.calls)] + [0] * 14)
 
@@ -233,3 +236,28 @@ def test_packer_points_at_the_maps_of_arguments_seen_before(monkeypatch: pytest.
     assert looked_up.count(2) == 2 + PLACED_PER_MAP and len(p._placed[2]) == 2  # (cleared at the 63rd)
     launch(0x30000)
     assert looked_up.count(2) == 3 + PLACED_PER_MAP
+
+
+def test_a_thread_without_a_context_gets_the_kernels_device_context() -> None:
+    """cuTensorMapEncodeTiled refuses a thread that has no current context (one that never used
+    CUDA, such as a worker thread launching a kernel first): the packer sets the kernel's
+    device's context and encodes again; without a way to set it, the error names the failure."""
+    cu = FakeCu(context=False)
+    made_current: list[bool] = []
+
+    def make_current() -> None:
+        made_current.append(True)
+        cu.context = True
+
+    p = packer_for(Signature("mm", KINDS, NAMES), [MAP_A], cu, make_current=make_current)
+    assert isinstance(p, TmaArgPacker)
+    p.pack(_args())
+    assert made_current == [True] and len(cu.calls) == 2
+    assert struct.unpack_from("<Q", p.map_bytes(0))[0] == 0x10000
+    other = p.another()  # (another thread's packer sets the context the same way)
+    cu.context = False
+    other.pack(_args(a=0x40000))
+    assert made_current == [True, True] and struct.unpack_from("<Q", other.map_bytes(0))[0] == 0x40000
+    cu.context = False
+    with pytest.raises(TcLaunchError, match=r"cuTensorMapEncodeTiled failed \(201\)"):
+        packer_for(Signature("mm", KINDS, NAMES), [MAP_A], cu).pack(_args())

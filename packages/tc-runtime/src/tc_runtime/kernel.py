@@ -699,7 +699,8 @@ class Kernel(functools.partial[None]):
             work = WORKSPACE_PARAMS if binary.stream_k else ()
             sig = Signature(sig.kernel, [*sig.kinds, *("i32",) * 3, *("i64",) * len(work)],
                             [*sig.names, *GRID_PARAMS, *work], sig.unsigned, sig.multiples)
-        packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init())
+        packer = tensor_maps.packer_for(sig, binary.tensor_maps, driver.init(),
+                                        make_current=self._device.make_current)
         v = Variant(binary, function, packer, opt, config, index, spec)
         if binary.persistent:
             launch_persistently(v, resident_ctas(function, self._device.sm_count, binary.cluster), self._device)

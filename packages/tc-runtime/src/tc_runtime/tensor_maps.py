@@ -24,7 +24,7 @@ import ctypes
 import operator
 import struct
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import TcLaunchError
@@ -46,6 +46,8 @@ SWIZZLES = {32: 1, 64: 2, 128: 3}
 L2_PROMOTION = 2
 #: CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros outside the tensor.
 OOB_FILL_ZEROS = 0
+#: CUDA_ERROR_INVALID_CONTEXT: cuTensorMapEncodeTiled in a thread with no current context.
+INVALID_CONTEXT = 201
 #: The largest extent a map may have (cuTensorMapEncodeTiled: at most 2^32).
 MAX_EXTENT = 1 << 32
 #: Argument values a packer remembers the placed bytes of, per map (forgotten all at once beyond).
@@ -89,8 +91,11 @@ def _as_bytes(tensor_map: Any) -> bytes:
     return struct.pack(f"{MAP_BYTES // 8}Q", *(int(x) for x in tensor_map.opaque))
 
 
-def encode(cu: Any, spec: Mapping[str, Any], base: int, extents: Sequence[int], strides: Sequence[int]) -> bytes:
-    """cuTensorMapEncodeTiled for one map (driver module `cu`); the 128 bytes of the map."""
+def encode(cu: Any, spec: Mapping[str, Any], base: int, extents: Sequence[int], strides: Sequence[int],
+           make_current: Callable[[], None] | None = None) -> bytes:
+    """cuTensorMapEncodeTiled for one map (driver module `cu`); the 128 bytes of the map. In a
+    thread that has no current context yet (one that never used CUDA: the driver refuses to
+    encode there), `make_current` sets the kernel's device's and the encoding is tried again."""
     box = [int(b) for b in spec["box"]]
     rank = len(extents)
 
@@ -99,11 +104,18 @@ def encode(cu: Any, spec: Mapping[str, Any], base: int, extents: Sequence[int], 
         return cls(value) if cls is not None else value
 
     u32, u64 = getattr(cu, "cuuint32_t", int), getattr(cu, "cuuint64_t", int)  # cuda-python's own ints
-    res = cu.cuTensorMapEncodeTiled(
-        enum("CUtensorMapDataType", DATA_TYPES[str(spec["element"])]), u32(rank), base, [u64(e) for e in extents],
-        [u64(s) for s in strides], [u32(b) for b in box], [u32(1)] * rank, enum("CUtensorMapInterleave", 0),
-        enum("CUtensorMapSwizzle", SWIZZLES[int(spec["swizzle"])]),
-        enum("CUtensorMapL2promotion", L2_PROMOTION), enum("CUtensorMapFloatOOBfill", OOB_FILL_ZEROS))
+
+    def call() -> Any:
+        return cu.cuTensorMapEncodeTiled(
+            enum("CUtensorMapDataType", DATA_TYPES[str(spec["element"])]), u32(rank), base,
+            [u64(e) for e in extents], [u64(s) for s in strides], [u32(b) for b in box], [u32(1)] * rank,
+            enum("CUtensorMapInterleave", 0), enum("CUtensorMapSwizzle", SWIZZLES[int(spec["swizzle"])]),
+            enum("CUtensorMapL2promotion", L2_PROMOTION), enum("CUtensorMapFloatOOBfill", OOB_FILL_ZEROS))
+
+    res = call()
+    if make_current is not None and int(res[0]) == INVALID_CONTEXT:
+        make_current()
+        res = call()
     err, tensor_map = res[0], res[1]
     if err:
         raise TcLaunchError(f"cuTensorMapEncodeTiled failed ({err}) for a map of {spec['element']} at {base:#x}, "
@@ -112,11 +124,13 @@ def encode(cu: Any, spec: Mapping[str, Any], base: int, extents: Sequence[int], 
 
 
 class TensorMapCache:
-    """Encoded maps by (map spec, address, extents, strides), the least recently used dropped first."""
+    """Encoded maps by (map spec, address, extents, strides), the least recently used dropped first.
+    `make_current` sets the context of the kernel's device (`encode`)."""
 
-    def __init__(self, cu: Any, capacity: int = 256) -> None:
+    def __init__(self, cu: Any, capacity: int = 256, make_current: Callable[[], None] | None = None) -> None:
         self.cu = cu
         self.capacity = capacity
+        self.make_current = make_current
         self._maps: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self.encoded = 0  # driver calls made (tests read it)
 
@@ -127,7 +141,7 @@ class TensorMapCache:
         if found is not None:
             self._maps.move_to_end(key)
             return found
-        data = encode(self.cu, spec, base, extents, strides)
+        data = encode(self.cu, spec, base, extents, strides, self.make_current)
         self.encoded += 1
         self._maps[key] = data
         if len(self._maps) > self.capacity:
@@ -187,7 +201,8 @@ class TmaArgPacker(ArgPacker):
 
     def another(self) -> TmaArgPacker:
         """Buffers and a map cache of its own (another thread's launches)."""
-        return TmaArgPacker(self.sig, self.maps, TensorMapCache(self.cache.cu, self.cache.capacity))
+        cache = TensorMapCache(self.cache.cu, self.cache.capacity, self.cache.make_current)
+        return TmaArgPacker(self.sig, self.maps, cache)
 
     def pack(self, args: Sequence[object]) -> int:
         """Pack the caller's arguments: as they are when the pointers are ints and struct takes
@@ -240,11 +255,13 @@ class TmaArgPacker(ArgPacker):
 
 
 def packer_for(sig: Signature, maps: Sequence[Mapping[str, Any]], cu: Any,
-               cache: TensorMapCache | None = None) -> ArgPacker:
-    """The packer a launch of a kernel with these tensor maps needs (a plain ArgPacker when none)."""
+               cache: TensorMapCache | None = None,
+               make_current: Callable[[], None] | None = None) -> ArgPacker:
+    """The packer a launch of a kernel with these tensor maps needs (a plain ArgPacker when none);
+    `make_current` sets the kernel's device's context for an encoding in a thread without one."""
     if not maps:
         return sig.packer()
-    return TmaArgPacker(sig, maps, cache or TensorMapCache(cu))
+    return TmaArgPacker(sig, maps, cache or TensorMapCache(cu, make_current=make_current))
 
 
 __all__ = ["MAP_BYTES", "PlacedMap", "TensorMapCache", "TmaArgPacker", "encode", "map_geometry", "packer_for"]
