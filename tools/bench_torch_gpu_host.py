@@ -2,6 +2,7 @@
 
     python tools/bench_torch_gpu_host.py [--label NAME] [--check] [--no-gpu-time]
     python tools/bench_torch_gpu_host.py --matmul 256,2048,4096
+    python tools/bench_torch_gpu_host.py --autograd 256,1024
 
 Host time: the best of 5 rounds of 200 back-to-back calls timed with time.perf_counter, without
 synchronizing inside a round (the GPU runs behind), in microseconds per call. GPU time:
@@ -9,15 +10,18 @@ tc_runtime.testing.do_bench (median, ms). --check first compares each op's first
 path, which chooses the kernel) with its second (the fast path) bit for bit, and both with torch,
 and the autograd path's values and gradients with torch's. To compare trees, run it once per tree
 with that tree's tc_torch first on PYTHONPATH. --matmul times tc_torch.matmul against torch.matmul
-instead (`matmul_rows`). Not a test: it needs a CUDA GPU.
+instead (`matmul_rows`), --autograd a training step's product (`autograd_breakdown`). Not a test:
+it needs a CUDA GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -133,6 +137,58 @@ def matmul_rows(sizes: list[int]) -> None:
               f"{torch_ms * 1e3:9.1f}", flush=True)
 
 
+def autograd_breakdown(sizes: list[int], steps: int = 200, rounds: int = 5) -> None:
+    """Where a training step's product spends its host time: `c = matmul(a, b); c.backward(dc)`
+    in a loop, timed around the forward call and the backward() call, and (tc) inside
+    tc_torch's backward function, which torch's autograd thread runs; medians of `rounds`."""
+    from tc_torch.ops import matmul as mm
+
+    inside = [0.0]
+    original = mm._Matmul.backward
+
+    def timed(ctx: Any, dc: torch.Tensor) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(ctx, dc)
+        finally:
+            inside[0] += time.perf_counter() - start
+
+    mm._Matmul.backward = staticmethod(timed)  # type: ignore[method-assign]
+    try:
+        print(f"{'product':16s} {'step':>7s} {'forward':>8s} {'backward()':>11s} "
+              f"{'tc backward fn':>15s}  (us per step, median of {rounds} rounds of {steps})")
+        for n in sizes:
+            for name, mm_fn in (("tc_torch", tc_torch.matmul), ("torch", torch.matmul)):
+                a = torch.randn(n, n, dtype=torch.float16, device="cuda", requires_grad=True)
+                b = torch.randn(n, n, dtype=torch.float16, device="cuda", requires_grad=True)
+                dc = torch.randn(n, n, dtype=torch.float16, device="cuda")
+                for _ in range(20):
+                    a.grad = b.grad = None
+                    mm_fn(a, b).backward(dc)  # type: ignore[no-untyped-call]
+                torch.cuda.synchronize()
+                results = []
+                for _ in range(rounds):
+                    inside[0] = forward = backward = 0.0
+                    start = time.perf_counter()
+                    for _ in range(steps):
+                        a.grad = b.grad = None
+                        t1 = time.perf_counter()
+                        c = mm_fn(a, b)
+                        t2 = time.perf_counter()
+                        c.backward(dc)  # type: ignore[no-untyped-call]
+                        t3 = time.perf_counter()
+                        forward += t2 - t1
+                        backward += t3 - t2
+                    total = time.perf_counter() - start
+                    torch.cuda.synchronize()
+                    results.append(tuple(x / steps * 1e6 for x in (total, forward, backward, inside[0])))
+                step, fwd, bwd, fn = (statistics.median(r[i] for r in results) for i in range(4))
+                print(f"{f'{n}^3 {name}':16s} {step:7.1f} {fwd:8.1f} {bwd:11.1f} "
+                      f"{fn if name == 'tc_torch' else float('nan'):15.1f}", flush=True)
+    finally:
+        mm._Matmul.backward = original  # type: ignore[method-assign]
+
+
 def check(m: int, n: int, dtype: torch.dtype) -> list[str]:
     """Mismatches between first and second calls and against torch (an empty list when none)."""
     problems: list[str] = []
@@ -187,6 +243,8 @@ def main() -> int:
     parser.add_argument("--no-gpu-time", action="store_true")
     parser.add_argument("--matmul", default="",
                         help="comma-separated n: time n^3 fp16 products instead (e.g. 256,2048,4096)")
+    parser.add_argument("--autograd", default="",
+                        help="comma-separated n: where a forward and backward pass of n^3 spends its host time")
     opts = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU")
@@ -194,6 +252,9 @@ def main() -> int:
     print(f"[{opts.label}] tc_torch from {tc_torch.__file__}; {torch.cuda.get_device_name()}")
     if opts.matmul:
         matmul_rows([int(n) for n in opts.matmul.split(",")])
+        return 0
+    if opts.autograd:
+        autograd_breakdown([int(n) for n in opts.autograd.split(",")])
         return 0
     if opts.check:
         problems = check(4096, 1024, torch.float16) + check(512, 1000, torch.float32)
