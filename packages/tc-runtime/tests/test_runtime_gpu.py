@@ -251,19 +251,25 @@ def test_persistent_matmul_through_the_runtime(m: int, n: int, k: int) -> None:
     torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)
 
 
+def _persistent_bulk_store_matmul() -> tuple[Any, tc.Kernel]:
+    """(torch, the fp16 128x256x64 persistent matmul with bulk stores: three tensor maps), or a
+    skip without a Hopper GPU."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("persistent matmuls need a Hopper GPU (TMA, wgmma)")
+    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
+                    options={"persistent": True, "tma_store": True})
+    return torch, tc.kernel(TUTORIAL, defines={"TYPE": "half"}, autotune_configs=[cfg])
+
+
 def test_tensor_maps_follow_the_arguments_launch_by_launch() -> None:
     """A persistent kernel with three tensor maps (A, B, and C's bulk stores) launched through the
     launch entry with the operands and outputs changing between launches, as tc_torch.matmul's
     new output per call does: the packer points each map parameter at its copy for the launch's
     arguments (TmaArgPacker keeps them by value); every result must be its own product, and no
     launch may write into another launch's output."""
-    torch = pytest.importorskip("torch")
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("persistent matmuls need a Hopper GPU (TMA, wgmma)")
+    torch, kern = _persistent_bulk_store_matmul()
     m, n, k = 512, 768, 128
-    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
-                    options={"persistent": True, "tma_store": True})
-    kern = tc.kernel(TUTORIAL, defines={"TYPE": "half"}, autotune_configs=[cfg])
     a = [torch.randn(m, k, device="cuda", dtype=torch.float16) for _ in range(2)]
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     outputs = [torch.full((m, n), -1.0, device="cuda", dtype=torch.float16) for _ in range(3)]
@@ -286,13 +292,8 @@ def test_tma_kernels_launch_from_threads_without_a_context() -> None:
     the right products."""
     import threading
 
-    torch = pytest.importorskip("torch")
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("persistent matmuls need a Hopper GPU (TMA, wgmma)")
+    torch, kern = _persistent_bulk_store_matmul()
     m, n, k = 256, 512, 128
-    cfg = tc.config({"MB": 128, "NB": 256, "KB": 64}, num_warps=8, num_stages=3,
-                    options={"persistent": True, "tma_store": True})
-    kern = tc.kernel(TUTORIAL, defines={"TYPE": "half"}, autotune_configs=[cfg])
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     outputs = [torch.full((m, n), -1.0, device="cuda", dtype=torch.float16) for _ in range(3)]
