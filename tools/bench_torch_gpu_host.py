@@ -139,24 +139,49 @@ def matmul_rows(sizes: list[int]) -> None:
 
 def autograd_breakdown(sizes: list[int], steps: int = 200, rounds: int = 5) -> None:
     """Where a training step's product spends its host time: `c = matmul(a, b); c.backward(dc)`
-    in a loop, timed around the forward call and the backward() call, and (tc) inside
-    tc_torch's backward function, which torch's autograd thread runs; medians of `rounds`."""
+    in a loop, timed around the forward call and the backward() call and, for tc, inside
+    tc_torch's backward function (which torch's autograd thread runs) and inside its two
+    products there (`_mm`), with the calls per step that derived a launch again
+    (`_fast_mm_first`) or took the general path (`matmul_out`); medians of `rounds`."""
+    import threading
+
     from tc_torch.ops import matmul as mm
 
-    inside = [0.0]
-    original = mm._Matmul.backward
+    main = threading.get_ident()
+    spent = {"fn": 0.0, "mm": 0.0, "first": 0.0, "general": 0.0}
+    originals: dict[str, Any] = {"backward": mm._Matmul.backward, "_mm": mm._mm,
+                                 "_fast_mm_first": mm._fast_mm_first, "matmul_out": mm.matmul_out}
 
     def timed(ctx: Any, dc: torch.Tensor) -> Any:
         start = time.perf_counter()
         try:
-            return original(ctx, dc)
+            return originals["backward"](ctx, dc)
         finally:
-            inside[0] += time.perf_counter() - start
+            spent["fn"] += time.perf_counter() - start
 
-    mm._Matmul.backward = staticmethod(timed)  # type: ignore[method-assign]
+    def timed_mm(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return originals["_mm"](*args, **kwargs)
+        finally:
+            if threading.get_ident() != main:
+                spent["mm"] += time.perf_counter() - start
+
+    def counted(name: str, key: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            spent[key] += 1
+            return originals[name](*args, **kwargs)
+        return call
+
+    replaced: dict[str, Any] = {"_mm": timed_mm, "_fast_mm_first": counted("_fast_mm_first", "first"),
+                                "matmul_out": counted("matmul_out", "general")}
+    setattr(mm._Matmul, "backward", staticmethod(timed))
+    for attr, value in replaced.items():
+        setattr(mm, attr, value)
     try:
-        print(f"{'product':16s} {'step':>7s} {'forward':>8s} {'backward()':>11s} "
-              f"{'tc backward fn':>15s}  (us per step, median of {rounds} rounds of {steps})")
+        print(f"{'product':16s} {'step':>7s} {'forward':>8s} {'backward()':>11s} {'tc bwd fn':>10s} "
+              f"{'its _mm':>8s} {'derived':>8s} {'general':>8s}  (us or calls per step, median of "
+              f"{rounds} rounds of {steps})")
         for n in sizes:
             for name, mm_fn in (("tc_torch", tc_torch.matmul), ("torch", torch.matmul)):
                 a = torch.randn(n, n, dtype=torch.float16, device="cuda", requires_grad=True)
@@ -168,7 +193,8 @@ def autograd_breakdown(sizes: list[int], steps: int = 200, rounds: int = 5) -> N
                 torch.cuda.synchronize()
                 results = []
                 for _ in range(rounds):
-                    inside[0] = forward = backward = 0.0
+                    spent.update(dict.fromkeys(spent, 0.0))
+                    forward = backward = 0.0
                     start = time.perf_counter()
                     for _ in range(steps):
                         a.grad = b.grad = None
@@ -181,12 +207,17 @@ def autograd_breakdown(sizes: list[int], steps: int = 200, rounds: int = 5) -> N
                         backward += t3 - t2
                     total = time.perf_counter() - start
                     torch.cuda.synchronize()
-                    results.append(tuple(x / steps * 1e6 for x in (total, forward, backward, inside[0])))
-                step, fwd, bwd, fn = (statistics.median(r[i] for r in results) for i in range(4))
-                print(f"{f'{n}^3 {name}':16s} {step:7.1f} {fwd:8.1f} {bwd:11.1f} "
-                      f"{fn if name == 'tc_torch' else float('nan'):15.1f}", flush=True)
+                    results.append([x / steps * 1e6 for x in (total, forward, backward, spent["fn"], spent["mm"])]
+                                   + [spent["first"] / steps, spent["general"] / steps])
+                row = [statistics.median(r[i] for r in results) for i in range(7)]
+                if name != "tc_torch":
+                    row[3:] = [float("nan")] * 4
+                print(f"{f'{n}^3 {name}':16s} {row[0]:7.1f} {row[1]:8.1f} {row[2]:11.1f} {row[3]:10.1f} "
+                      f"{row[4]:8.1f} {row[5]:8.2f} {row[6]:8.2f}", flush=True)
     finally:
-        mm._Matmul.backward = original  # type: ignore[method-assign]
+        setattr(mm._Matmul, "backward", staticmethod(originals["backward"]))
+        for attr in replaced:
+            setattr(mm, attr, originals[attr])
 
 
 def check(m: int, n: int, dtype: torch.dtype) -> list[str]:
