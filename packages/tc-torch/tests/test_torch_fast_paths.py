@@ -89,7 +89,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGpu]:
     monkeypatch.setattr(mm, "_sm90", {0: True})  # (matmul asks torch.cuda for the arch once)
     monkeypatch.setattr(mm, "TRANSPOSE_FIRST_MIN_FLOPS", 0.0)  # (small tensors copy operands too)
     for mod, names in ((sm, ("_FORWARD", "_BACKWARD")), (ln, ("_FORWARD", "_PLANS")),
-                       (ce, ("_FORWARD", "_BACKWARD")), (tr, ("_KERNELS",)), (mm, ("_KERNELS", "_PLANS")),
+                       (ce, ("_FORWARD", "_BACKWARD")), (tr, ("_KERNELS",)), (mm, ("_KERNELS", "_PLANS", "_BACKWARD_PLANS")),
                        (pad_rows, ("_KERNELS",)),
                        (add_op, ("_kernels", "_by_index"))):
         for name in names:
@@ -509,3 +509,41 @@ def test_matmul_fast_path_plans_no_copies(gpu: FakeGpu) -> None:
         tc_torch.matmul(*padded)
         tc_torch.matmul(*copied, precision="tf32")
     assert mm._PLANS == {}
+
+
+def test_matmul_backward_launches_from_its_plan(gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2-D product's backward pass, once both of its gradients were launched from _PLANS, keeps
+    them as one plan (`_BACKWARD_PLANS`) and launches dA = dC B^T and dB = A^T dC from it alone:
+    the same launches as before; a backward asking for one gradient has a plan of its own; a
+    plan whose kernels are no longer chosen is not used."""
+    a, b, dc = _r(24, 40).requires_grad_(), _r(40, 50).requires_grad_(), _r(24, 50)
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> list[Call]:
+        x.grad = y.grad = None
+        gpu.launches.clear()
+        c = tc_torch.matmul(x, y)
+        c.backward(dc)  # type: ignore[no-untyped-call]
+        grads = [g for g in (x.grad, y.grad) if g is not None]
+        return _normalized(gpu.launches, [a, b, dc], [c, *grads])
+
+    step(a, b)  # (the general path chooses the kernels)
+    derived = step(a, b)  # (the fast path derives the launches: _PLANS, then the backward's plan)
+    assert len(derived) == 3 and len(mm._BACKWARD_PLANS) == 1
+    gradients = mm._gradients
+    monkeypatch.setattr(mm, "_gradients", None)  # (a planned backward does not get here)
+    assert step(a, b) == derived
+    monkeypatch.setattr(mm, "_gradients", gradients)
+    # only dB wanted: another layout of the backward, planned for itself
+    a_fixed = a.detach()
+    for _ in range(3):
+        only_b = step(a_fixed, b)
+    assert len(mm._BACKWARD_PLANS) == 2 and len(only_b) == 2
+    (key, args, grid), (key2, args2, grid2) = only_b[1], derived[2]  # (dB's launch, as in the full
+    assert (key, args[:2], args[3:], grid) == (key2, args2[:2], args2[3:], grid2)  # backward's)
+    # kernels no longer chosen: the backward derives its gradients again (the general path)
+    monkeypatch.setattr(mm, "_KERNELS", {})
+    gpu.launches.clear()
+    a.grad = b.grad = None
+    c = tc_torch.matmul(a, b)
+    c.backward(dc)  # type: ignore[no-untyped-call]
+    assert a.grad is not None and b.grad is not None and len(gpu.launches) == 3

@@ -1057,3 +1057,33 @@ def test_tf32_with_a_producer_warpgroup_on_the_gpu(ta: bool, tb: bool) -> None:
             assert err <= 1e-2 * max(float(ref.abs().max()), 1.0), (m, n, k, c.defines, ta, tb)
             checked += 1
     assert checked >= len(shapes)  # (every shape, at least one configuration)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("which", ["both", "a", "b"])
+def test_planned_backward_passes_on_the_gpu(which: str, monkeypatch: Any) -> None:
+    # from the third backward pass of a layout on, it launches from its plan (_BACKWARD_PLANS:
+    # checked by taking away the unplanned path); every pass's gradients must be torch's (fp16,
+    # 200 x 136 x 72: not multiples of the tiles)
+    torch.manual_seed(0)
+    a = torch.randn(200, 72, device="cuda", dtype=torch.float16).requires_grad_(which != "b")
+    b = torch.randn(72, 136, device="cuda", dtype=torch.float16).requires_grad_(which != "a")
+    ar, br = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    for step in range(4):
+        if step == 2:
+            assert any(k[:2] == (a.shape, b.shape) for k in mm._BACKWARD_PLANS)
+            monkeypatch.setattr(mm, "_gradients", None)
+        dc = torch.randn(200, 136, device="cuda", dtype=torch.float16)
+        a.grad = b.grad = ar.grad = br.grad = None
+        c: Any = tc_torch.matmul(a, b)
+        c.backward(dc)
+        cr: Any = ar @ br
+        cr.backward(dc.double())
+        for got, ref, wanted in ((a.grad, ar.grad, which != "b"), (b.grad, br.grad, which != "a")):
+            if not wanted:
+                assert got is None
+                continue
+            assert got is not None and ref is not None
+            scale = float(ref.abs().max())
+            assert float((got.double() - ref).abs().max()) <= 1e-2 * scale, (which, step)

@@ -218,6 +218,12 @@ _KERNELS: dict[tuple[torch.dtype, bool, bool, int, str], tc.Kernel] = {}
 _PLANS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 #: Layouts _PLANS holds at most (all are forgotten beyond: a workload has a few).
 PLANS_MAX = 1024
+#: The backward pass's launches of 2-D products by layout: (A, B and dC's shapes and strides,
+#: dtypes, device index, precision, which gradients) -> (dA's plan or None, dB's plan or None),
+#: plans of _PLANS. Torch runs the backward on its autograd thread, where Python runs 2-3x
+#: slower than on the calling thread (fortieth session): a planned backward launches both
+#: products without the transposes and _mm's layers.
+_BACKWARD_PLANS: dict[tuple[Any, ...], tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]] = {}
 
 
 def _layout(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
@@ -621,34 +627,89 @@ class _Matmul(torch.autograd.Function):
                  ) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
         a, b = ctx.saved_tensors
         p = ctx.precision
-        dc = dc.to(a.dtype)
-        da = db = None
-        a_batched = a.dim() == 3 and a.shape[0] != 1  # (a batch of 0 is batched too)
-        b_batched = b.dim() == 3 and b.shape[0] != 1
-        if ctx.needs_input_grad[0]:
-            bt = b.transpose(-1, -2)
-            if a_batched or not b_batched:  # same batch as dC: one product per batch
-                da = _mm(dc, bt, p)
-                if da.dim() == 3 and a.dim() == 3 and a.shape[0] == 1 and da.shape[0] != 1:
-                    da = da.sum(0, keepdim=True)
-            else:  # a broadcast over b's batch
-                be = b if b.dim() == 3 else b.unsqueeze(0)
-                zn = dc.shape[0] * dc.shape[2]  # (explicit: -1 is ambiguous for a batch of 0)
-                da = _mm(dc.transpose(0, 1).reshape(dc.shape[1], zn),
-                         be.transpose(-1, -2).reshape(zn, be.shape[1]), p)
-                da = da.reshape(a.shape)
-        if ctx.needs_input_grad[1]:
-            at = a.transpose(-1, -2)
-            if b_batched or not a_batched:
-                db = _mm(at, dc, p)
-                if db.dim() == 3 and b.dim() == 3 and b.shape[0] == 1 and db.shape[0] != 1:
-                    db = db.sum(0, keepdim=True)
-            else:  # b broadcast over a's batch: A' [K, Z*M] @ dC' [Z*M, N]
-                ae = a.contiguous()
-                zm = ae.shape[0] * ae.shape[1]  # (explicit: -1 is ambiguous for a batch of 0)
-                db = _mm(ae.reshape(zm, ae.shape[-1]).t(), dc.reshape(zm, dc.shape[-1]), p)
-                db = db.reshape(b.shape)
+        needs = ctx.needs_input_grad
+        i = cuda_index(dc)
+        layout = (a.shape, b.shape, dc.shape, a.stride(), b.stride(), dc.stride(), a.dtype, dc.dtype,
+                  i, p, needs[0], needs[1])
+        plans = _BACKWARD_PLANS.get(layout)
+        if plans is not None:
+            planned = _planned_gradients(plans, a, b, dc)
+            if planned is not None:
+                return planned
+        da, db = _gradients(a, b, dc, p, needs)
+        if i >= 0 and a.dim() == 2 and b.dim() == 2 and dc.dtype == a.dtype:
+            _plan_backward(layout, a, b, dc, p, needs, i)
         return da, db, None
+
+
+def _gradients(a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor, p: str, needs: tuple[bool, ...]
+               ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """dA = dC B^T and dB = A^T dC (where `needs` asks for them), for every batch layout."""
+    dc = dc.to(a.dtype)
+    da = db = None
+    a_batched = a.dim() == 3 and a.shape[0] != 1  # (a batch of 0 is batched too)
+    b_batched = b.dim() == 3 and b.shape[0] != 1
+    if needs[0]:
+        bt = b.transpose(-1, -2)
+        if a_batched or not b_batched:  # same batch as dC: one product per batch
+            da = _mm(dc, bt, p)
+            if da.dim() == 3 and a.dim() == 3 and a.shape[0] == 1 and da.shape[0] != 1:
+                da = da.sum(0, keepdim=True)
+        else:  # a broadcast over b's batch
+            be = b if b.dim() == 3 else b.unsqueeze(0)
+            zn = dc.shape[0] * dc.shape[2]  # (explicit: -1 is ambiguous for a batch of 0)
+            da = _mm(dc.transpose(0, 1).reshape(dc.shape[1], zn),
+                     be.transpose(-1, -2).reshape(zn, be.shape[1]), p)
+            da = da.reshape(a.shape)
+    if needs[1]:
+        at = a.transpose(-1, -2)
+        if b_batched or not a_batched:
+            db = _mm(at, dc, p)
+            if db.dim() == 3 and b.dim() == 3 and b.shape[0] == 1 and db.shape[0] != 1:
+                db = db.sum(0, keepdim=True)
+        else:  # b broadcast over a's batch: A' [K, Z*M] @ dC' [Z*M, N]
+            ae = a.contiguous()
+            zm = ae.shape[0] * ae.shape[1]  # (explicit: -1 is ambiguous for a batch of 0)
+            db = _mm(ae.reshape(zm, ae.shape[-1]).t(), dc.reshape(zm, dc.shape[-1]), p)
+            db = db.reshape(b.shape)
+    return da, db
+
+
+def _plan_backward(layout: tuple[Any, ...], a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor,
+                   p: str, needs: tuple[bool, ...], i: int) -> None:
+    """Keep the backward pass of 2-D `a`, `b` and `dc` (of a's dtype, on GPU `i`) as
+    `_BACKWARD_PLANS[layout]` when each gradient it computes was launched from a plan of _PLANS
+    (dA = dC B^T reads dC and B in place, dB = A^T dC reads A and dC in place)."""
+    plans: list[tuple[Any, ...] | None] = []
+    for wanted, x, y in ((needs[0], dc, b.t()), (needs[1], a.t(), dc)):
+        plan = _PLANS.get((x.shape, y.shape, x.stride(), y.stride(), x.dtype, y.dtype, i, p)) \
+            if wanted else None
+        if wanted and plan is None:
+            return
+        plans.append(plan)
+    if len(_BACKWARD_PLANS) >= PLANS_MAX:
+        _BACKWARD_PLANS.clear()
+    _BACKWARD_PLANS[layout] = (plans[0], plans[1])
+
+
+def _planned_gradients(plans: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None], a: torch.Tensor,
+                       b: torch.Tensor, dc: torch.Tensor
+                       ) -> tuple[torch.Tensor | None, torch.Tensor | None, None] | None:
+    """The backward pass's gradients launched from its plans (`_BACKWARD_PLANS`), or None (and
+    nothing launched) when a plan's kernel is no longer the chosen one."""
+    plan_a, plan_b = plans
+    kern_a = _KERNELS.get(plan_a[0]) if plan_a is not None else None
+    kern_b = _KERNELS.get(plan_b[0]) if plan_b is not None else None
+    if (plan_a is not None and kern_a is None) or (plan_b is not None and kern_b is None):
+        return None
+    da = db = None
+    if plan_a is not None and kern_a is not None:  # dA = dC B^T
+        da = dc.new_empty(plan_a[1])
+        kern_a(dc.data_ptr(), b.data_ptr(), da.data_ptr(), *plan_a[2], grid=plan_a[3])
+    if plan_b is not None and kern_b is not None:  # dB = A^T dC
+        db = a.new_empty(plan_b[1])
+        kern_b(a.data_ptr(), dc.data_ptr(), db.data_ptr(), *plan_b[2], grid=plan_b[3])
+    return da, db, None
 
 
 def _check(a: object, b: object, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
