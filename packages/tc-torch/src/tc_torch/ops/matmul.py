@@ -497,13 +497,20 @@ def _fast_mm(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor |
     layout = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, i, precision)
     plan = _PLANS.get(layout)
     if plan is not None:
-        kernel_key, shape, ints, grid = plan
-        kern = _KERNELS.get(kernel_key)
+        kern = _KERNELS.get(plan[0])
         if kern is not None:
-            c = a.new_empty(shape)
-            kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), *ints, grid=grid)
-            return c
+            return _launch_planned(kern, plan, a, b)
     return _fast_mm_first(a, b, precision, i, layout)
+
+
+def _launch_planned(kern: tc.Kernel, plan: tuple[Any, ...], a: torch.Tensor, b: torch.Tensor
+                    ) -> torch.Tensor:
+    """a @ b as `plan` (a _PLANS entry) says, by its chosen kernel `kern`: a new output, one
+    launch."""
+    _, shape, ints, grid = plan
+    c = a.new_empty(shape)
+    kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), *ints, grid=grid)
+    return c
 
 
 def _fast_mm_first(a: torch.Tensor, b: torch.Tensor, precision: str, i: int,
@@ -572,18 +579,16 @@ def _fast_mm_first(a: torch.Tensor, b: torch.Tensor, precision: str, i: int,
         kern = _KERNELS.get((dtype, la[0], lb[0], i, precision))
     if kern is None:
         return None
-    shape = (z, m, n) if da == 3 or db == 3 else (m, n)
-    c = a.new_empty(shape)
-
     def grid(opt: tc.Options) -> tuple[int, int]:  # (called every launch: tc.cdiv inlined)
         return -(-m // opt.MB) * -(-n // opt.NB), z
 
-    ints = (m, n, k, la[1], lb[1], n, saz, sbz, m * n)
-    kern(a.data_ptr(), b.data_ptr(), c.data_ptr(), *ints, grid=grid)
+    launch_plan = ((dtype, la[0], lb[0], i, precision), (z, m, n) if da == 3 or db == 3 else (m, n),
+                   (m, n, k, la[1], lb[1], n, saz, sbz, m * n), grid)
+    c = _launch_planned(kern, launch_plan, a, b)
     if not (pad_a or pad_b) and plan == "none":  # (copies: their own tensors each call)
         if len(_PLANS) >= PLANS_MAX:
             _PLANS.clear()
-        _PLANS[layout] = ((dtype, la[0], lb[0], i, precision), shape, ints, grid)
+        _PLANS[layout] = launch_plan
     return c
 
 
@@ -697,18 +702,13 @@ def _planned_gradients(plans: tuple[tuple[Any, ...] | None, tuple[Any, ...] | No
                        ) -> tuple[torch.Tensor | None, torch.Tensor | None, None] | None:
     """The backward pass's gradients launched from its plans (`_BACKWARD_PLANS`), or None (and
     nothing launched) when a plan's kernel is no longer the chosen one."""
-    plan_a, plan_b = plans
-    kern_a = _KERNELS.get(plan_a[0]) if plan_a is not None else None
-    kern_b = _KERNELS.get(plan_b[0]) if plan_b is not None else None
-    if (plan_a is not None and kern_a is None) or (plan_b is not None and kern_b is None):
+    kernels = [_KERNELS.get(plan[0]) if plan is not None else None for plan in plans]
+    if any(plan is not None and kern is None for plan, kern in zip(plans, kernels)):
         return None
-    da = db = None
-    if plan_a is not None and kern_a is not None:  # dA = dC B^T
-        da = dc.new_empty(plan_a[1])
-        kern_a(dc.data_ptr(), b.data_ptr(), da.data_ptr(), *plan_a[2], grid=plan_a[3])
-    if plan_b is not None and kern_b is not None:  # dB = A^T dC
-        db = a.new_empty(plan_b[1])
-        kern_b(a.data_ptr(), dc.data_ptr(), db.data_ptr(), *plan_b[2], grid=plan_b[3])
+    (plan_a, plan_b), (kern_a, kern_b) = plans, kernels
+    # dA = dC B^T and dB = A^T dC (B^T and A^T: the same addresses as B and A)
+    da = _launch_planned(kern_a, plan_a, dc, b) if plan_a is not None and kern_a is not None else None
+    db = _launch_planned(kern_b, plan_b, a, dc) if plan_b is not None and kern_b is not None else None
     return da, db, None
 
 
