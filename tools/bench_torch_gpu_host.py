@@ -2,7 +2,7 @@
 
     python tools/bench_torch_gpu_host.py [--label NAME] [--check] [--no-gpu-time]
     python tools/bench_torch_gpu_host.py --matmul 256,2048,4096
-    python tools/bench_torch_gpu_host.py --autograd 256,1024
+    python tools/bench_torch_gpu_host.py --autograd 256,1024,8x256
 
 Host time: the best of 5 rounds of 200 back-to-back calls timed with time.perf_counter, without
 synchronizing inside a round (the GPU runs behind), in microseconds per call. GPU time:
@@ -137,9 +137,10 @@ def matmul_rows(sizes: list[int]) -> None:
               f"{torch_ms * 1e3:9.1f}", flush=True)
 
 
-def autograd_breakdown(sizes: list[int], steps: int = 200, rounds: int = 5) -> None:
+def autograd_breakdown(sizes: list[str], steps: int = 200, rounds: int = 5) -> None:
     """Where a training step's product spends its host time: `c = matmul(a, b); c.backward(dc)`
-    in a loop, timed around the forward call and the backward() call and, for tc, inside
+    in a loop (a size "n": n x n matrices; "ZxN": a batch of Z n x n matrices times one, as
+    nn.Linear's weight under a batched input), timed around the forward call and the backward() call and, for tc, inside
     tc_torch's backward function (which torch's autograd thread runs) and inside its two
     products there (`_mm`), with the calls per step that derived a launch again
     (`_fast_mm_first`) or took the general path (`matmul_out`); medians of `rounds`."""
@@ -182,11 +183,15 @@ def autograd_breakdown(sizes: list[int], steps: int = 200, rounds: int = 5) -> N
         print(f"{'product':16s} {'step':>7s} {'forward':>8s} {'backward()':>11s} {'tc bwd fn':>10s} "
               f"{'its _mm':>8s} {'derived':>8s} {'general':>8s}  (us or calls per step, median of "
               f"{rounds} rounds of {steps})")
-        for n in sizes:
+        for size in sizes:
+            z, _, n_text = size.rpartition("x")
+            n = int(n_text)
+            rows = (int(z), n) if z else (n,)
+            label = f"{z}x{n}^3" if z else f"{n}^3"
             for name, mm_fn in (("tc_torch", tc_torch.matmul), ("torch", torch.matmul)):
-                a = torch.randn(n, n, dtype=torch.float16, device="cuda", requires_grad=True)
+                a = torch.randn(*rows, n, dtype=torch.float16, device="cuda", requires_grad=True)
                 b = torch.randn(n, n, dtype=torch.float16, device="cuda", requires_grad=True)
-                dc = torch.randn(n, n, dtype=torch.float16, device="cuda")
+                dc = torch.randn(*rows, n, dtype=torch.float16, device="cuda")
                 for _ in range(20):
                     a.grad = b.grad = None
                     mm_fn(a, b).backward(dc)  # type: ignore[no-untyped-call]
@@ -212,7 +217,7 @@ def autograd_breakdown(sizes: list[int], steps: int = 200, rounds: int = 5) -> N
                 row = [statistics.median(r[i] for r in results) for i in range(7)]
                 if name != "tc_torch":
                     row[3:] = [float("nan")] * 4
-                print(f"{f'{n}^3 {name}':16s} {row[0]:7.1f} {row[1]:8.1f} {row[2]:11.1f} {row[3]:10.1f} "
+                print(f"{f'{label} {name}':16s} {row[0]:7.1f} {row[1]:8.1f} {row[2]:11.1f} {row[3]:10.1f} "
                       f"{row[4]:8.1f} {row[5]:8.2f} {row[6]:8.2f}", flush=True)
     finally:
         setattr(mm._Matmul, "backward", staticmethod(originals["backward"]))
@@ -275,7 +280,8 @@ def main() -> int:
     parser.add_argument("--matmul", default="",
                         help="comma-separated n: time n^3 fp16 products instead (e.g. 256,2048,4096)")
     parser.add_argument("--autograd", default="",
-                        help="comma-separated n: where a forward and backward pass of n^3 spends its host time")
+                        help="comma-separated n or ZxN: where a forward and backward pass of n^3 (or a batch of "
+                             "Z n x n matrices times one) spends its host time")
     opts = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU")
@@ -285,7 +291,7 @@ def main() -> int:
         matmul_rows([int(n) for n in opts.matmul.split(",")])
         return 0
     if opts.autograd:
-        autograd_breakdown([int(n) for n in opts.autograd.split(",")])
+        autograd_breakdown(opts.autograd.split(","))
         return 0
     if opts.check:
         problems = check(4096, 1024, torch.float16) + check(512, 1000, torch.float32)

@@ -547,3 +547,75 @@ def test_matmul_backward_launches_from_its_plan(gpu: FakeGpu, monkeypatch: pytes
     c = tc_torch.matmul(a, b)
     c.backward(dc)  # type: ignore[no-untyped-call]
     assert a.grad is not None and b.grad is not None and len(gpu.launches) == 3
+
+
+def _training_step(gpu: FakeGpu, a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor) -> list[Call]:
+    """The launches of `c = matmul(a, b); c.backward(dc)`, pointers named as _normalized does."""
+    a.grad = b.grad = None
+    gpu.launches.clear()
+    c = tc_torch.matmul(a, b)
+    c.backward(dc)  # type: ignore[no-untyped-call]
+    grads = [g for g in (a.grad, b.grad) if g is not None]
+    return _normalized(gpu.launches, [a, b, dc], [c, *grads])
+
+
+@pytest.mark.parametrize("shapes", [((3, 24, 40), (40, 50)), ((3, 24, 40), (3, 40, 50)),
+                                    ((1, 24, 40), (1, 40, 50))],
+                         ids=["batch-times-matrix", "batches", "batches-of-one"])
+def test_matmul_batched_backward_launches_from_its_plan(
+        gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch,
+        shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    """Batched backward passes whose gradients are one product each, read in place, are planned
+    too: a batch times a matrix (nn.Linear's weight under a 3-D input: dB over A and dC seen as
+    Z*M rows), batches of one size, a batch of one: the same launches as the unplanned pass."""
+    sa, sb = shapes
+    a, b = _r(*sa).requires_grad_(), _r(*sb).requires_grad_()
+    dc = _r(max(sa[0], sb[0] if len(sb) == 3 else 1), 24, 50)
+    _training_step(gpu, a, b, dc)  # (the general path chooses the kernels)
+    derived = _training_step(gpu, a, b, dc)
+    assert len(derived) == 3 and len(mm._BACKWARD_PLANS) == 1
+    monkeypatch.setattr(mm, "_gradients", None)  # (a planned backward does not get here)
+    assert _training_step(gpu, a, b, dc) == derived
+    assert a.grad is not None and a.grad.shape == a.shape and b.grad is not None \
+        and b.grad.shape == b.shape
+
+
+@pytest.mark.parametrize("shapes", [((1, 24, 40), (3, 40, 50)), ((24, 40), (3, 40, 50)),
+                                    ((3, 24, 40), (1, 40, 50))],
+                         ids=["a-batch-of-one", "a-matrix", "b-batch-of-one"])
+def test_matmul_backward_not_planned_where_gradients_are_reshaped(
+        gpu: FakeGpu, shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    """A gradient summed over the other operand's batch, made from reshaped copies, or of another
+    shape than its operand (a batch of one's dB made as a matrix) gets no backward plan: each
+    pass computes it again, in the operands' shapes."""
+    a, b = _r(*shapes[0]).requires_grad_(), _r(*shapes[1]).requires_grad_()
+    dc = _r(3, 24, 50)
+    for _ in range(3):
+        _training_step(gpu, a, b, dc)
+    assert mm._BACKWARD_PLANS == {}
+    assert a.grad is not None and a.grad.shape == a.shape and b.grad is not None \
+        and b.grad.shape == b.shape
+
+
+def test_matmul_forward_with_a_plan_skips_the_checks(gpu: FakeGpu,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With gradients wanted, a layout launched before from a plan goes straight to autograd's
+    Function (the general path's checks passed for it then): the same launches; anything else is
+    still checked (a bad precision, mixed dtypes)."""
+    a, b, dc = _r(24, 40).requires_grad_(), _r(40, 50).requires_grad_(), _r(24, 50)
+    _training_step(gpu, a, b, dc)
+    derived = _training_step(gpu, a, b, dc)
+    check = mm._check
+    monkeypatch.setattr(mm, "_check", None)  # (a planned forward does not get here)
+    assert _training_step(gpu, a, b, dc) == derived
+    with pytest.raises(TypeError):  # (no plan: _check, taken away here, would be called)
+        tc_torch.matmul(a, b.double())
+    monkeypatch.setattr(mm, "_check", check)
+    with pytest.raises(ValueError, match="precision must be"):
+        tc_torch.matmul(a, b, precision="fp8")
+    with pytest.raises(TypeError, match="different dtypes"):
+        tc_torch.matmul(a, b.double())
+    monkeypatch.setattr(mm, "_KERNELS", {})  # (its kernel no longer chosen: checked again)
+    checks = gpu.device_checks
+    tc_torch.matmul(a, b)
+    assert gpu.device_checks > checks

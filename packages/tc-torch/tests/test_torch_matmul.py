@@ -1062,19 +1062,23 @@ def test_tf32_with_a_producer_warpgroup_on_the_gpu(ta: bool, tb: bool) -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("which", ["both", "a", "b"])
-def test_planned_backward_passes_on_the_gpu(which: str, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("batch_a,batch_b", [((), ()), ((3,), ()), ((3,), (3,))],
+                         ids=["matrices", "batch-times-matrix", "batches"])
+def test_planned_backward_passes_on_the_gpu(which: str, batch_a: tuple[int, ...],
+                                            batch_b: tuple[int, ...], monkeypatch: Any) -> None:
     # from the third backward pass of a layout on, it launches from its plan (_BACKWARD_PLANS:
     # checked by taking away the unplanned path); every pass's gradients must be torch's (fp16,
-    # 200 x 136 x 72: not multiples of the tiles)
+    # 200 x 136 x 72: not multiples of the tiles; a batch times a matrix: dB over A and dC seen
+    # as 600 rows)
     torch.manual_seed(0)
-    a = torch.randn(200, 72, device="cuda", dtype=torch.float16).requires_grad_(which != "b")
-    b = torch.randn(72, 136, device="cuda", dtype=torch.float16).requires_grad_(which != "a")
+    a = torch.randn(*batch_a, 200, 72, device="cuda", dtype=torch.float16).requires_grad_(which != "b")
+    b = torch.randn(*batch_b, 72, 136, device="cuda", dtype=torch.float16).requires_grad_(which != "a")
     ar, br = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
     for step in range(4):
         if step == 2:
             assert any(k[:2] == (a.shape, b.shape) for k in mm._BACKWARD_PLANS)
             monkeypatch.setattr(mm, "_gradients", None)
-        dc = torch.randn(200, 136, device="cuda", dtype=torch.float16)
+        dc = torch.randn(*batch_a, 200, 136, device="cuda", dtype=torch.float16)
         a.grad = b.grad = ar.grad = br.grad = None
         c: Any = tc_torch.matmul(a, b)
         c.backward(dc)

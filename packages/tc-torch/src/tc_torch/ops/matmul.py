@@ -642,7 +642,7 @@ class _Matmul(torch.autograd.Function):
             if planned is not None:
                 return planned
         da, db = _gradients(a, b, dc, p, needs)
-        if i >= 0 and a.dim() == 2 and b.dim() == 2 and dc.dtype == a.dtype:
+        if i >= 0 and dc.dtype == a.dtype:
             _plan_backward(layout, a, b, dc, p, needs, i)
         return da, db, None
 
@@ -682,19 +682,43 @@ def _gradients(a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor, p: str, needs
 
 def _plan_backward(layout: tuple[Any, ...], a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor,
                    p: str, needs: tuple[bool, ...], i: int) -> None:
-    """Keep the backward pass of 2-D `a`, `b` and `dc` (of a's dtype, on GPU `i`) as
-    `_BACKWARD_PLANS[layout]` when each gradient it computes was launched from a plan of _PLANS
-    (dA = dC B^T reads dC and B in place, dB = A^T dC reads A and dC in place)."""
+    """Keep the backward pass of `a`, `b` and `dc` (of a's dtype, on GPU `i`) as
+    `_BACKWARD_PLANS[layout]` when each gradient _gradients computed is one product launched from
+    a plan of _PLANS that reads dC and B (dA = dC B^T), or A and dC (dB = A^T dC), in place and
+    makes the gradient's shape: 2-D products, batches of the same size, and a 2-D B under a
+    batched A (dB over A and dC seen as Z*M rows, where both are such views). Where _gradients
+    copied, reshaped or summed, no plan is kept."""
     plans: list[tuple[Any, ...] | None] = []
-    for wanted, x, y in ((needs[0], dc, b.t()), (needs[1], a.t(), dc)):
-        plan = _PLANS.get((x.shape, y.shape, x.stride(), y.stride(), x.dtype, y.dtype, i, p)) \
-            if wanted else None
-        if wanted and plan is None:
+    for which, pointers, shape in ((0, (dc, b), a.shape), (1, (a, dc), b.shape)):
+        if not needs[which]:
+            plans.append(None)
+            continue
+        operands = _gradient_operands(which, a, b, dc)
+        if operands is None:
+            return
+        x, y = operands
+        plan = _PLANS.get((x.shape, y.shape, x.stride(), y.stride(), x.dtype, y.dtype, i, p))
+        if plan is None or tuple(plan[1]) != tuple(shape) or x.data_ptr() != pointers[0].data_ptr() \
+                or y.data_ptr() != pointers[1].data_ptr():
             return
         plans.append(plan)
     if len(_BACKWARD_PLANS) >= PLANS_MAX:
         _BACKWARD_PLANS.clear()
     _BACKWARD_PLANS[layout] = (plans[0], plans[1])
+
+
+def _gradient_operands(which: int, a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The operands of the one product _gradients computes dA (`which` 0) or dB (1) by, as views
+    where they can be; None where it takes more than one product (a broadcast A's dA)."""
+    a_batched = a.dim() == 3 and a.shape[0] != 1
+    b_batched = b.dim() == 3 and b.shape[0] != 1
+    if which == 0:
+        return (dc, b.transpose(-1, -2)) if a_batched or not b_batched else None
+    if b_batched or not a_batched:
+        return a.transpose(-1, -2), dc
+    zm = a.shape[0] * a.shape[1]  # (as _gradients: A' [K, Z*M] @ dC' [Z*M, N])
+    return a.reshape(zm, a.shape[-1]).t(), dc.reshape(zm, dc.shape[-1])
 
 
 def _planned_gradients(plans: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None], a: torch.Tensor,
@@ -743,14 +767,28 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.T
     for float64). `precision` is the float32 product: "ieee" (exact; the default) or "tf32"
     (tensor cores on the GPU, about 1e-3 relative error, also in the backward; the interpreter
     computes it exactly)."""
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and type(precision) is str \
-            and not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
-        c = _fast_mm(a, b, precision)  # the common case on a GPU; anything else is checked below
-        if c is not None:
-            return c
+    apply: Any = _Matmul.apply
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and type(precision) is str:
+        if not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
+            c = _fast_mm(a, b, precision)  # the common case on a GPU; else checked below
+            if c is not None:
+                return c
+        elif _planned(a, b, precision):  # (a layout launched before passed _check then)
+            planned: torch.Tensor = apply(a, b, precision)
+            return planned
     a, b = _check(a, b, precision)
     if not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
         return _mm(a, b, precision)
-    apply: Any = _Matmul.apply
     out: torch.Tensor = apply(a, b, precision)
     return out
+
+
+def _planned(a: torch.Tensor, b: torch.Tensor, precision: str) -> bool:
+    """Whether a @ b has a plan in _PLANS whose kernel is still the chosen one: its forward then
+    launches from the plan (a plan is made only for operands the checks of the general path
+    accept, so a training step's forward skips _check: about 6 us of host time)."""
+    i = cuda_index(a)
+    if i < 0 or cuda_index(b) != i:
+        return False
+    plan = _PLANS.get((a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, i, precision))
+    return plan is not None and plan[0] in _KERNELS
