@@ -519,12 +519,7 @@ def test_matmul_backward_launches_from_its_plan(gpu: FakeGpu, monkeypatch: pytes
     a, b, dc = _r(24, 40).requires_grad_(), _r(40, 50).requires_grad_(), _r(24, 50)
 
     def step(x: torch.Tensor, y: torch.Tensor) -> list[Call]:
-        x.grad = y.grad = None
-        gpu.launches.clear()
-        c = tc_torch.matmul(x, y)
-        c.backward(dc)  # type: ignore[no-untyped-call]
-        grads = [g for g in (x.grad, y.grad) if g is not None]
-        return _normalized(gpu.launches, [a, b, dc], [c, *grads])
+        return _training_step(gpu, x, y, dc)
 
     step(a, b)  # (the general path chooses the kernels)
     derived = step(a, b)  # (the fast path derives the launches: _PLANS, then the backward's plan)
