@@ -263,3 +263,60 @@ def test_ops_under_cuda_graph_capture() -> None:
     torch.cuda.synchronize()
     for got, ref, old in zip(outs, fresh, expected):
         assert torch.equal(got, ref) and not torch.equal(got, old)
+
+
+@gpu_only
+@pytest.mark.gpu
+def test_training_step_under_cuda_graph_capture() -> None:
+    # a whole training step captured: the forward on the capturing stream, the backward passes
+    # on torch's autograd thread (tc's launches there take a record of their own and must land
+    # on the stream the engine hands that thread); replayed with new values in the inputs, the
+    # gradients must be an eager step's. Products 2-D and a batch times a matrix (planned
+    # backward passes after the warm-up steps), then softmax and layer_norm.
+    torch.manual_seed(0)
+    x = torch.randn(4, 128, 192, device="cuda", dtype=torch.float16).requires_grad_()
+    w1 = torch.randn(192, 256, device="cuda", dtype=torch.float16).requires_grad_()
+    w2 = torch.randn(256, 64, device="cuda", dtype=torch.float16).requires_grad_()
+    g = torch.randn(256, device="cuda", dtype=torch.float16).requires_grad_()
+    dy = torch.randn(512, 64, device="cuda", dtype=torch.float16)
+    params = (x, w1, w2, g)
+
+    def step() -> torch.Tensor:
+        h = tc_torch.layer_norm(tc_torch.matmul(x, w1), 256, g)  # [4, 128, 256]
+        y = tc_torch.softmax(tc_torch.matmul(h.reshape(512, 256), w2))
+        y.backward(dy)  # type: ignore[no-untyped-call]
+        return y
+
+    def eager() -> list[torch.Tensor]:
+        for p in params:
+            p.grad = None
+        y = step()
+        return [y.detach().clone()] + [p.grad.clone() for p in params if p.grad is not None]
+
+    side: Any = getattr(torch.cuda, "Stream")()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # (compile, tune and plan outside the capture)
+            eager()
+    torch.cuda.current_stream().wait_stream(side)
+    for p in params:
+        p.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = step()
+    captured = [y] + [p.grad for p in params if p.grad is not None]
+    assert len(captured) == 5
+    for values in ((x, w1, w2, g, dy), ()):
+        for v in values:  # (the second round replays the same inputs again)
+            with torch.no_grad():
+                v.copy_(torch.randn_like(v))
+        graph.replay()
+        torch.cuda.synchronize()
+        got = [t.clone() for t in captured]
+        saved = [p.grad for p in params]
+        expected = eager()
+        for p, s in zip(params, saved):
+            p.grad = s
+        torch.cuda.synchronize()
+        for i, (have, want) in enumerate(zip(got, expected)):
+            assert torch.equal(have, want), i
