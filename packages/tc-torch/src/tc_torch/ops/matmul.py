@@ -626,15 +626,17 @@ def _mm(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.Tens
 
 class _Matmul(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor:
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, precision: str,
+                planned: tuple[tc.Kernel, tuple[Any, ...]] | None) -> torch.Tensor:
+        """`planned`: _planned's kernel and plan of this layout, or None (_mm decides)."""
         ctx.save_for_backward(a, b)
         ctx.precision = precision
-        return _mm(a, b, precision)
+        return _mm(a, b, precision) if planned is None else _launch_planned(*planned, a, b)
 
     @staticmethod
     @first_order
     def backward(ctx: Any, dc: torch.Tensor
-                 ) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
+                 ) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:
         a, b = ctx.saved_tensors
         p = ctx.precision
         needs = ctx.needs_input_grad
@@ -649,7 +651,7 @@ class _Matmul(torch.autograd.Function):
         da, db = _gradients(a, b, dc, p, needs)
         if i >= 0 and dc.dtype == a.dtype:
             _plan_backward(layout, a, b, dc, p, needs, i)
-        return da, db, None
+        return da, db, None, None
 
 
 def _gradients(a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor, p: str, needs: tuple[bool, ...]
@@ -728,7 +730,7 @@ def _gradient_operands(which: int, a: torch.Tensor, b: torch.Tensor, dc: torch.T
 
 def _planned_gradients(plans: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None], a: torch.Tensor,
                        b: torch.Tensor, dc: torch.Tensor
-                       ) -> tuple[torch.Tensor | None, torch.Tensor | None, None] | None:
+                       ) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None] | None:
     """The backward pass's gradients launched from its plans (`_BACKWARD_PLANS`), or None (and
     nothing launched) when a plan's kernel is no longer the chosen one."""
     kernels = [_KERNELS.get(plan[0]) if plan is not None else None for plan in plans]
@@ -738,7 +740,7 @@ def _planned_gradients(plans: tuple[tuple[Any, ...] | None, tuple[Any, ...] | No
     # dA = dC B^T and dB = A^T dC (B^T and A^T: the same addresses as B and A)
     da = _launch_planned(kern_a, plan_a, dc, b) if plan_a is not None and kern_a is not None else None
     db = _launch_planned(kern_b, plan_b, a, dc) if plan_b is not None and kern_b is not None else None
-    return da, db, None
+    return da, db, None, None
 
 
 def _check(a: object, b: object, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -778,22 +780,27 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.T
             c = _fast_mm(a, b, precision)  # the common case on a GPU; else checked below
             if c is not None:
                 return c
-        elif _planned(a, b, precision):  # (a layout launched before passed _check then)
-            planned: torch.Tensor = apply(a, b, precision)
-            return planned
+        else:
+            planned = _planned(a, b, precision)
+            if planned is not None:  # (a layout launched before passed _check then)
+                from_plan: torch.Tensor = apply(a, b, precision, planned)
+                return from_plan
     a, b = _check(a, b, precision)
     if not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
         return _mm(a, b, precision)
-    out: torch.Tensor = apply(a, b, precision)
+    out: torch.Tensor = apply(a, b, precision, None)
     return out
 
 
-def _planned(a: torch.Tensor, b: torch.Tensor, precision: str) -> bool:
-    """Whether a @ b has a plan in _PLANS whose kernel is still the chosen one: its forward then
-    launches from the plan (plans are made only for operands that the general path's checks
-    accept, so a training step's forward skips _check: 1-2 us of an H100 host's 22-25)."""
+def _planned(a: torch.Tensor, b: torch.Tensor, precision: str
+             ) -> tuple[tc.Kernel, tuple[Any, ...]] | None:
+    """The chosen kernel and the plan of a @ b where _PLANS has one whose kernel is still chosen;
+    else None. The forward with autograd then launches from it (plans are made only for operands
+    that the general path's checks accept, so a training step's forward skips _check: 1-2 us of
+    an H100 host's 22-25)."""
     i = cuda_index(a)
     if i < 0 or cuda_index(b) != i:
-        return False
+        return None
     plan = _PLANS.get(_layout_key(a, b, i, precision))
-    return plan is not None and plan[0] in _KERNELS
+    kern = _KERNELS.get(plan[0]) if plan is not None else None
+    return None if kern is None or plan is None else (kern, plan)
