@@ -654,17 +654,19 @@ class _Matmul(torch.autograd.Function):
         return da, db, None, None
 
 
+#: _Matmul.apply (untyped in torch)
+_apply: Any = _Matmul.apply
+
+
 def _gradients(a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor, p: str, needs: tuple[bool, ...]
                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """dA = dC B^T and dB = A^T dC (where `needs` asks for them), for every batch layout."""
     dc = dc.to(a.dtype)
     da = db = None
-    a_batched = a.dim() == 3 and a.shape[0] != 1  # (a batch of 0 is batched too)
-    b_batched = b.dim() == 3 and b.shape[0] != 1
     if needs[0]:
-        bt = b.transpose(-1, -2)
-        if a_batched or not b_batched:  # same batch as dC: one product per batch
-            da = _mm(dc, bt, p)
+        operands = _gradient_operands(0, a, b, dc)
+        if operands is not None:  # same batch as dC: one product per batch
+            da = _mm(*operands, p)
             if da.dim() == 3 and a.dim() == 3 and a.shape[0] == 1 and da.shape[0] != 1:
                 da = da.sum(0, keepdim=True)
         else:  # a broadcast over b's batch
@@ -674,16 +676,13 @@ def _gradients(a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor, p: str, needs
                      be.transpose(-1, -2).reshape(zn, be.shape[1]), p)
             da = da.reshape(a.shape)
     if needs[1]:
-        at = a.transpose(-1, -2)
-        if b_batched or not a_batched:
-            db = _mm(at, dc, p)
-            if db.dim() == 3 and b.dim() == 3 and b.shape[0] == 1 and db.shape[0] != 1:
-                db = db.sum(0, keepdim=True)
-        else:  # b broadcast over a's batch: A' [K, Z*M] @ dC' [Z*M, N]
-            ae = a.contiguous()
-            zm = ae.shape[0] * ae.shape[1]  # (explicit: -1 is ambiguous for a batch of 0)
-            db = _mm(ae.reshape(zm, ae.shape[-1]).t(), dc.reshape(zm, dc.shape[-1]), p)
+        operands = _gradient_operands(1, a, b, dc)
+        assert operands is not None  # (dB is always one product)
+        db = _mm(*operands, p)
+        if db.dim() == 2 and b.dim() == 3:  # (b broadcast over a's batch: made as a matrix)
             db = db.reshape(b.shape)
+        elif db.dim() == 3 and b.dim() == 3 and b.shape[0] == 1 and db.shape[0] != 1:
+            db = db.sum(0, keepdim=True)
     return da, db
 
 
@@ -718,13 +717,15 @@ def _gradient_operands(which: int, a: torch.Tensor, b: torch.Tensor, dc: torch.T
                        ) -> tuple[torch.Tensor, torch.Tensor] | None:
     """The operands of the one product _gradients computes dA (`which` 0) or dB (1) by, as views
     where they can be; None where it takes more than one product (a broadcast A's dA)."""
-    a_batched = a.dim() == 3 and a.shape[0] != 1
+    a_batched = a.dim() == 3 and a.shape[0] != 1  # (a batch of 0 is batched too)
     b_batched = b.dim() == 3 and b.shape[0] != 1
     if which == 0:
         return (dc, b.transpose(-1, -2)) if a_batched or not b_batched else None
     if b_batched or not a_batched:
         return a.transpose(-1, -2), dc
-    zm = a.shape[0] * a.shape[1]  # (as _gradients: A' [K, Z*M] @ dC' [Z*M, N])
+    # b broadcast over a's batch: A' [K, Z*M] @ dC' [Z*M, N] (zm explicit: -1 is ambiguous for a
+    # batch of 0)
+    zm = a.shape[0] * a.shape[1]
     return a.reshape(zm, a.shape[-1]).t(), dc.reshape(zm, dc.shape[-1])
 
 
@@ -774,7 +775,6 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.T
     for float64). `precision` is the float32 product: "ieee" (exact; the default) or "tf32"
     (tensor cores on the GPU, about 1e-3 relative error, also in the backward; the interpreter
     computes it exactly)."""
-    apply: Any = _Matmul.apply  # (untyped in torch)
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and type(precision) is str:
         if not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
             c = _fast_mm(a, b, precision)  # the common case on a GPU; else checked below
@@ -783,12 +783,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "ieee") -> torch.T
         else:
             planned = _planned(a, b, precision)
             if planned is not None:  # (a layout launched before passed _check then)
-                from_plan: torch.Tensor = apply(a, b, precision, planned)
+                from_plan: torch.Tensor = _apply(a, b, precision, planned)
                 return from_plan
     a, b = _check(a, b, precision)
     if not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()):
         return _mm(a, b, precision)
-    out: torch.Tensor = apply(a, b, precision, None)
+    out: torch.Tensor = _apply(a, b, precision, None)
     return out
 
 
