@@ -117,6 +117,10 @@ TENSOR_CORE_CONFIGS = [
     # 552 / 551, 2056^3 424 / 433 against 408 / 407, 5000^3 539 / 543 against 526, 4096^3
     # 629 / 621 against 623 (cuBLAS's kernels at these shapes run in clusters of 2 as well)
     _cfg(192, 192, 64, 12, 3, 1, **PERSISTENT, cluster_multicast=True),
+    # Not listed: 192x256 on 12 warps (22% fewer operand bytes per FLOP than 128x256; no producer
+    # fits, ptxas compiles 16 warps to 128 registers a thread). H100, forty-second session: 4096^3
+    # 6-12% slower in every variant (2.67 waves of 1.5-unit tiles; stream-K won 5% back), and
+    # tuned at 8192^3 with it as without (mean 1.030 against 1.027x torch over six products).
 ]
 #: float32 with precision="tf32": on sm_90 wgmma. A B with B N-contiguous (no transposition)
 #: runs transposed with B^T in registers (tc_opt.k_major_operands): 256x128x32 with 8 warps and 4
