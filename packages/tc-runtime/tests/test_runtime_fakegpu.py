@@ -1183,6 +1183,16 @@ def test_entry_refuses_tensors_of_other_elements(fake: FakeCuda,
     assert fake.launches == 4
     np.testing.assert_array_equal(_floats(buf), 4)
 
+    # a tensor on torch's meta device has no data (data_ptr() 0): refused, not launched with a
+    # null pointer, on the general path and the entry alike
+    import torch
+
+    meta = r"argument 1 \('z'\) of acc\(.*\) is a tensor on the meta device, which holds no data"
+    for _ in range(2):
+        with pytest.raises(ValueError, match=meta):
+            k(torch.zeros(64, device="meta"), 64, grid=(2,))
+    assert fake.launches == 4
+
     # an object with data_ptr() and no dtype is an address as it is: launched (by the general
     # path), unchecked as a raw int would be
     class Bare:

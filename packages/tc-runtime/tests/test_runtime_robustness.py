@@ -245,6 +245,39 @@ def test_tensor_without_a_data_pointer_names_the_argument() -> None:
     assert torch.equal(z, 2 * x)
 
 
+def test_a_tensor_view_is_bounded_by_its_own_elements() -> None:
+    """A store past the end of `base[:50]` (before: the whole storage was registered, and it
+    overwrote base[50:] without a word) is out of bounds, as for a numpy view; a strided view
+    spans its elements, the tuner's saved buffers too."""
+    from tc_ir import OutOfBoundsError
+
+    base, x = torch.zeros(200), torch.rand(100)
+    with pytest.raises(OutOfBoundsError, match=r"out-of-bounds store .* buffer 'z' \(50 elements"):
+        _add()(base[:50], x, x, 100, grid=(7,))
+    assert torch.all(base[50:] == 0)
+    tuned = tc.kernel(ADD_SRC, device="cpu", defines={"TYPE": "float", "BLOCK": [16, 32]})
+    with pytest.raises(OutOfBoundsError, match=r"out-of-bounds load .* buffer 'y' \(60 elements"):
+        tuned(torch.zeros(100), x, torch.rand(100)[:60], 100, grid=lambda o: (tc.cdiv(100, o.BLOCK),))
+    rows = torch.zeros(10, 16)
+    _add()(rows[2:5].reshape(-1), x, x, 48, grid=(3,))  # (a view in the middle of its storage)
+    assert torch.equal(rows[2:5].reshape(-1), 2 * x[:48]) and torch.all(rows[:2] == 0) and torch.all(rows[5:] == 0)
+    column = torch.zeros(16, 4)[:, 1]  # strided: it spans 15 x 4 + 1 elements from its first
+    _add()(column, x, x, 61, grid=(4,))  # (the kernel reads its pointer as contiguous elements)
+    with pytest.raises(OutOfBoundsError, match=r"element \[13\] .* buffer 'z' \(61 elements"):
+        _add()(column, x, x, 62, grid=(4,))
+
+
+def test_a_kernel_cannot_be_pickled_or_copied() -> None:
+    # (before: RecursionError from inside functools.partial's reduction)
+    import copy
+    import pickle
+
+    k = _add()
+    for attempt in (pickle.dumps, copy.deepcopy, copy.copy):
+        with pytest.raises(TypeError, match="a tc Kernel cannot be pickled or copied"):
+            attempt(k)
+
+
 @pytest.mark.parametrize("grid", [b"\x03", bytearray(b"\x03"), "3"])
 def test_grid_of_bytes_or_text_is_refused(grid: object) -> None:
     # (before: b"\x03" launched 3 programs, iterated as small ints)

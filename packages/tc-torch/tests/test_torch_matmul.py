@@ -568,6 +568,22 @@ def test_matmul_stream_k_refusal() -> None:
         mm.matmul_out(torch.empty(1, 8, 8, dtype=torch.float16), a.unsqueeze(0), a.unsqueeze(0), stream_k="auto")
 
 
+@pytest.mark.parametrize("configs,error,message", [
+    ([{"MB": 16}], TypeError, r"configs\[0\] must be a tc_runtime.config\(...\), got dict"),
+    ([], TypeError, "configs must be a non-empty list"),
+    (mm.CPU_CONFIG, TypeError, "configs must be a non-empty list"),
+    ([mm.CPU_CONFIG, tc_runtime.config({"MB": 16, "NB": 16})], ValueError, r"configs\[1\] must set the tile defines "
+                                                                    "MB, NB, KB; it lacks KB"),
+])
+def test_matmul_out_checks_its_configurations(configs: Any, error: type[Exception], message: str) -> None:
+    # (before: AttributeError from the tuner for a dict, an undeclared 'MB' inside matmul.tc for [])
+    a, b = torch.randn(1, 3, 4), torch.randn(1, 4, 5)
+    with pytest.raises(error, match=message):
+        mm.matmul_out(torch.empty(1, 3, 5), a, b, configs=configs)
+    got = mm.matmul_out(torch.empty(1, 3, 5), a, b, configs=[mm.CPU_CONFIG])
+    assert torch.allclose(got, a @ b, atol=1e-5)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("shape", [(1000, 777, 3000), (3072, 3072, 3072), (129, 4100, 520)])

@@ -177,11 +177,14 @@ def _register(memory: Any, value: object, name: str, sig: Signature, i: int) -> 
 
 
 def _storage(sig: Signature, i: int, value: Any) -> tuple[int, int]:
-    """(address, bytes) of the storage behind tensor argument `i` (a TypeError naming the argument
-    for a tensor without one, as `Signature.data_pointer` gives)."""
+    """(address, bytes) of the memory tensor argument `i` spans, from its first element to its
+    last: a view is bounded by its own elements, as a numpy array is, so a store past the end of
+    `base[:50]` is out of bounds rather than a silent write into `base[50:]` (a TypeError names
+    the argument for a tensor without storage, as `Signature.data_pointer` gives)."""
+    from tc_ir.interpreter import tensor_span
+
     sig.data_pointer(i, value)
-    st = value.untyped_storage()
-    return int(st.data_ptr()), int(st.nbytes())
+    return tensor_span(value)
 
 
 def _byte_bounds(a: Any) -> tuple[int, int]:

@@ -231,9 +231,14 @@ MISSING: Any = _Missing()
 def check_gpu_memory(sig: Signature, i: int, value: Any, device: int) -> None:
     """Refuse a tensor in host memory (`is_cuda` False) for pointer argument `i` of a kernel on
     GPU `device` unless the driver maps it (pinned memory): the kernel would fault on it, and a
-    fault ends the process's CUDA context. Objects without `is_cuda` are taken as addresses."""
+    fault ends the process's CUDA context. A tensor on torch's meta device holds no data (its
+    data_ptr() is 0: the kernel would be given a null pointer). Objects without `is_cuda` are
+    taken as addresses."""
     if getattr(value, "is_cuda", True):
         return
+    if getattr(getattr(value, "device", None), "type", None) == "meta":
+        raise ValueError(f"argument {i + 1} ('{sig.names[i]}') of {sig.describe()} is a tensor on the "
+                         f"meta device, which holds no data; this kernel runs on cuda:{device}")
     address = value.data_ptr()
     if address and not driver.pointer_mapped(address):
         raise ValueError(f"argument {i + 1} ('{sig.names[i]}') of {sig.describe()} is a tensor in "

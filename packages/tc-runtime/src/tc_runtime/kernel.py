@@ -321,6 +321,13 @@ class Kernel(functools.partial[None]):
             self._max_x, self._max_y, self._max_z = self._max_grid
             self._index = self.device_index
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickling and copying are refused with the reason (they recursed through the launch
+        entry, a RecursionError): a kernel holds compiled code, a lock and its device's state."""
+        raise TypeError("a tc Kernel cannot be pickled or copied: it holds compiled code, a lock and "
+                        "its device's state; make it again with tc_runtime.kernel(...) where it is "
+                        "needed (the disk cache keeps that fast), or save its binary (tc_runtime.build)")
+
     @classmethod
     def from_binary(cls, binary: KernelBinary, device: object = "cuda",
                     defines: Mapping[str, object] | None = None) -> Kernel:

@@ -10,7 +10,7 @@ are documented in `elementwise` and `memops`: the GPU backend must match them.
 from __future__ import annotations
 
 from .errors import AssumptionError, InterpreterError, MisalignedAccessError, OutOfBoundsError
-from .grid import Interpreter, interpret
+from .grid import Interpreter, interpret, tensor_span
 from .memory import Buffer, Memory, RawMemory
 
 __all__ = [
@@ -23,4 +23,5 @@ __all__ = [
     "OutOfBoundsError",
     "RawMemory",
     "interpret",
+    "tensor_span",
 ]

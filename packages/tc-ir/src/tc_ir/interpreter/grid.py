@@ -37,16 +37,28 @@ def _is_tensor(arg: object) -> bool:
 
 
 def _register_tensor(memory: Memory, tensor: Any, what: str, name: str) -> int:
-    """Register the whole storage of a CPU tensor (a view may reach any of it) and return the
-    address of the tensor's first element."""
+    """Register the bytes a CPU tensor spans (from its first element to its last, by its
+    strides) and return the address of its first element. A view is bounded by its own
+    elements, as a numpy array is: an access past the end of `base[:50]` is out of bounds even
+    where the storage goes on (it would overwrite elements the caller did not pass)."""
     device = getattr(tensor, "device", None)
     if device is not None and getattr(device, "type", "cpu") != "cpu":
         raise InterpreterError(f"{what} is a tensor on {device}: the interpreter runs on CPU memory")
-    storage = tensor.untyped_storage()
-    base, nbytes = int(storage.data_ptr()), int(storage.nbytes())
-    if nbytes:
-        memory.register_address(base, nbytes, name, tensor)
-    return int(tensor.data_ptr())
+    address, nbytes = tensor_span(tensor)
+    if address > 0:  # (an empty tensor may have no storage at all)
+        memory.register_address(address, nbytes, name, tensor)
+    return address
+
+
+def tensor_span(tensor: Any) -> tuple[int, int]:
+    """(address of the first element, bytes up to the end of the last) of a torch-like tensor,
+    by its shape and strides: the range a kernel given the tensor may touch. 0 bytes when it
+    has no elements."""
+    address = int(tensor.data_ptr())
+    if int(tensor.numel()) == 0:
+        return address, 0
+    last = sum((int(n) - 1) * int(st) for n, st in zip(tensor.shape, tensor.stride()))
+    return address, (last + 1) * int(tensor.element_size())
 
 
 class Interpreter:
@@ -72,7 +84,7 @@ class Interpreter:
 
     def bind(self, args: Sequence[Any], memory: Memory) -> list[Any]:
         """Arguments as interpreter values: numpy arrays and CPU tensors for pointer arguments are
-        registered in `memory` (a tensor with its whole storage) and passed by address; numbers
+        registered in `memory` (a tensor with the bytes its elements span) and passed by address; numbers
         become the argument's IR type."""
         fn = self.function
         params = fn.args

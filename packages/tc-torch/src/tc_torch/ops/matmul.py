@@ -409,6 +409,8 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                          f"{transpose_first!r}")
     if stream_k not in STREAM_K:
         raise ValueError(f"{OP}: stream_k must be one of {', '.join(STREAM_K)}, got {stream_k!r}")
+    if configs is not None:
+        _check_configs(configs)
     _check_out(c, a, b)
     device = device_of([c, a, b], OP)
     z, m, n = c.shape
@@ -450,6 +452,27 @@ def matmul_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
 
     launch(kern, device, grid, a, b, c, m, n, k, lda, ldb, max(n, 1), saz, sbz, m * n)
     return c
+
+
+#: The defines a matmul configuration sets: the tile (kernels/matmul.tc, matmul_streamk.tc).
+TILE_DEFINES = ("MB", "NB", "KB")
+
+
+def _check_configs(configs: object) -> None:
+    """matmul_out's `configs`: a non-empty list of tc_runtime configs that each set the tile
+    (TILE_DEFINES); before, a dict failed inside the tuner and a missing tile as an undeclared
+    name in the kernel's source."""
+    if not isinstance(configs, (list, tuple)) or not configs:
+        raise TypeError(f"{OP}: configs must be a non-empty list of tc_runtime.config(...) objects "
+                        f"(or None for the auto-tuner's), got {configs!r}")
+    for i, cfg in enumerate(configs):
+        if not isinstance(cfg, tc.Config):
+            raise TypeError(f"{OP}: configs[{i}] must be a tc_runtime.config(...), got {type(cfg).__name__} "
+                            f"{cfg!r}")
+        missing = [d for d in TILE_DEFINES if d not in cfg.defines]
+        if missing:
+            raise ValueError(f"{OP}: configs[{i}] must set the tile defines {', '.join(TILE_DEFINES)}; "
+                             f"it lacks {', '.join(missing)}")
 
 
 def _check_out(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:

@@ -100,7 +100,7 @@ class _Transpose(torch.autograd.Function):
         return _transpose(x)
 
     @staticmethod
-    @first_order
+    @first_order(linear=True)
     def backward(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
         return _transpose(dy)
 
