@@ -22,6 +22,14 @@ def test_unknown_kernel_name_lists_the_kernels() -> None:
     assert "third" in text and "'first'" in text and "'second'" in text
 
 
+def test_lower_takes_a_translation_unit_and_a_kernel_name() -> None:
+    # (before: AttributeError "'str' object has no attribute 'kernels'")
+    with pytest.raises(TypeError, match=r"lower\(\) needs a TranslationUnit \(from tc_lang.frontend\), not str"):
+        lower(TWO)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="the name of a __global__ function .*, not int"):
+        lower(tc_lang.frontend(TWO), 1)  # type: ignore[arg-type]
+
+
 def test_default_is_the_first_kernel() -> None:
     assert lower(tc_lang.frontend(TWO)).functions[0].name == "first"
 

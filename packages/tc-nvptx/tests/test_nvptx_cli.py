@@ -68,6 +68,33 @@ def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert "cannot read" in capsys.readouterr().err
 
 
+def test_only_regular_files_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # (before: `tcc /dev/zero` read until memory ran out)
+    import os
+
+    if os.path.exists("/dev/zero"):
+        assert main(["/dev/zero"]) == 1
+        assert "cannot read /dev/zero: not a regular file" in capsys.readouterr().err
+    assert main([str(tmp_path)]) == 1
+    assert "not a regular file (a directory)" in capsys.readouterr().err
+
+
+def test_output_over_the_source_is_refused(add_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # (before: `tcc add.tc -o add.tc` replaced the source with its PTX)
+    assert main([str(add_file), "-D", "TYPE=float", "-D", "BLOCK=1024", "-o", str(add_file)]) == 1
+    assert "is the source file itself" in capsys.readouterr().err
+    assert add_file.read_text() == ADD
+
+
+def test_warnings_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the spec's vector add misses a ';': it compiles, and tcc says where it inserted one
+    src = tmp_path / "semi.tc"
+    src.write_text("__global__ void k(float* z) {\n  int off[64] = 0 ... 64\n  *(z + off) = 1.0;\n}\n")
+    assert main([str(src), "--emit=ptx"]) == 0
+    captured = capsys.readouterr()
+    assert "semi.tc:2:" in captured.err and "warning[W0201]" in captured.err and ".entry k" in captured.out
+
+
 def test_code_generator_errors_quote_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An error of the code generator (here: a pointer loaded from memory) prints the user's line
     and a caret under tcc too, as the front end's errors do."""

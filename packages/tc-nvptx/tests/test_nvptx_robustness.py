@@ -93,6 +93,30 @@ def test_a_tile_too_large_for_the_programs_threads_is_refused_at_once() -> None:
     assert "st.global" in k.ptx
 
 
+def test_too_many_parameters_are_refused_at_the_kernel() -> None:
+    """560 pointers (4480 bytes) overflow sm_90a's parameter space: E0703 at the kernel's header
+    with the numbers, not ptxas's text about a temporary file; 540 pointers compile."""
+    import shutil
+
+    from tc_opt.resources import check_parameter_space
+
+    with pytest.raises(ResourceLimitError, match=r"E0703.*needs 4480 bytes of parameter space but "
+                                                  r"sm_90a has at most 4352 bytes"):
+        check_parameter_space("ptxas fatal: Entry function 'k' uses too much parameter space (0x1180 bytes, "
+                              "0x1100 max).", "sm_90a")
+    check_parameter_space("ptxas fatal: some other refusal", "sm_90a")  # (left to ptxas's own error)
+    if shutil.which("ptxas") is None:
+        return
+    many = "__global__ void k(" + ", ".join(f"float* p{i}" for i in range(560)) + ") {\n  *p0 = 1.0;\n}\n"
+    with pytest.raises(ResourceLimitError) as info:
+        compile(many, options=CompileOptions(arch="sm_90a"), filename="many.tc")
+    d = info.value.first
+    assert d.code == "E0703" and (d.location.file, d.location.line) == ("many.tc", 1)
+    assert info.value.resource == "parameter space" and info.value.needed == 4480
+    fewer = "__global__ void k(" + ", ".join(f"float* p{i}" for i in range(540)) + ") {\n  *p0 = 1.0;\n}\n"
+    assert compile(fewer, options=CompileOptions(arch="sm_90a")).cubin
+
+
 def test_tcc_reports_resource_errors_without_a_traceback(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
     import pathlib
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import time
 import traceback
@@ -58,6 +59,32 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The largest source file tcc reads (a kernel is a few KB; this stops an endless file).
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+
+
+def _read_source(path: str) -> bytes:
+    """The bytes of source file `path`; an OSError whose strerror says why not for anything but a
+    regular file of at most MAX_SOURCE_BYTES (`tcc /dev/zero` read until memory ran out)."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(0, "not a regular file" + (" (a directory)" if stat.S_ISDIR(info.st_mode) else ""))
+    if info.st_size > MAX_SOURCE_BYTES:
+        raise OSError(0, f"{info.st_size} bytes, more than the {MAX_SOURCE_BYTES} a source file may have")
+    with open(path, "rb") as fh:
+        return fh.read(MAX_SOURCE_BYTES + 1)
+
+
+def _overwrites(output: str | None, source: str) -> bool:
+    """Whether -o names the source file itself (`tcc x.tc -o x.tc` replaced the source)."""
+    if not output or source == "-" or not os.path.exists(output):
+        return False
+    try:
+        return os.path.samefile(output, source)
+    except OSError:
+        return False
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(message.rstrip("\n") + "\n")
     return 1
@@ -84,15 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.file == "-":
             source, filename = sys.stdin.buffer.read(), "<stdin>"
         else:
-            with open(args.file, "rb") as fh:
-                source = fh.read()
-            filename = args.file
+            source, filename = _read_source(args.file), args.file
     except OSError as exc:
         return _fail(f"tcc: error: cannot read {args.file}: {exc.strerror}")
+    if _overwrites(args.output, args.file):
+        return _fail(f"tcc: error: -o {args.output} is the source file itself; write the output elsewhere")
     try:
         start = time.perf_counter()
         unit, module = frontend(source, defines, args.kernel, filename)
         front = time.perf_counter() - start
+        for warning in unit.warnings:  # (e.g. W0201: a ';' inserted at a line's end)
+            sys.stderr.write(warning.render().rstrip("\n") + "\n")
         if args.emit == "ir" and not args.after:
             from tc_opt.pass_manager import module_text
 

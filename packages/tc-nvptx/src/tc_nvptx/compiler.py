@@ -18,7 +18,7 @@ from tc_opt.dot_layouts import is_wgmma_dot
 from tc_opt.options import CompileOptions
 from tc_opt.pass_manager import format_timings, module_text
 from tc_opt.pipeline import gpu_pipeline
-from tc_opt.resources import check_registers, check_shared
+from tc_opt.resources import check_parameter_space, check_registers, check_shared
 
 from .emit import emit_ptx, llvm_text
 from .lower_module import lower_to_llvm
@@ -287,7 +287,11 @@ def compile_module(
     )
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()
-        cubin, info = assemble(ptx, arch)
+        try:
+            cubin, info = assemble(ptx, arch)
+        except PtxasError as exc:
+            check_parameter_space(str(exc), arch, f.loc)  # (located, E0703; anything else as ptxas said)
+            raise
         if not _has_dots(module):  # (their register tiles are sized by their configurations)
             better = raise_occupancy(ptx, info, warps, kernel.shared_bytes, arch)
             if better is not None:

@@ -8,6 +8,8 @@ thread."""
 
 from __future__ import annotations
 
+import re
+
 from tc_ir.layouts import Shared
 from tc_ir.ops import Module
 from tc_ir.types import TileType
@@ -33,9 +35,14 @@ MAX_REGISTERS_PER_BLOCK = 64 * KB
 MAX_REGISTERS_PER_THREAD = 255
 
 
+#: The code of each resource's error.
+RESOURCE_CODES = {"shared memory": "E0701", "registers": "E0702", "parameter space": "E0703"}
+
+
 class ResourceLimitError(TcResourceError):
     """A configuration needs more of a resource than the target has: `resource` ("shared
-    memory", "registers"), `needed` and `limit` in `unit`, and a `hint` on what to shrink."""
+    memory", "registers", "parameter space": RESOURCE_CODES), `needed` and `limit` in `unit`,
+    and a `hint` on what to shrink."""
 
     def __init__(
         self, resource: str, needed: int, limit: int, unit: str, arch: str, hint: str, loc: Location | None = None
@@ -46,8 +53,9 @@ class ResourceLimitError(TcResourceError):
         self.unit = unit
         self.arch = arch
         self.hint = hint
-        message = f"the kernel needs {needed} {unit} of {resource} per block but {arch} has at most {limit} {unit}"
-        super().__init__([Diagnostic(Category.RESOURCE, "E0701" if resource == "shared memory" else "E0702",
+        per = "" if resource == "parameter space" else " per block"
+        message = f"the kernel needs {needed} {unit} of {resource}{per} but {arch} has at most {limit} {unit}"
+        super().__init__([Diagnostic(Category.RESOURCE, RESOURCE_CODES[resource],
                                      message, loc or Location("<source>", 0, 0), hint=hint)])
 
 
@@ -63,6 +71,18 @@ def check_shared(needed: int, options: CompileOptions, loc: Location | None = No
             "shared memory", needed, limit, "bytes", options.arch,
             "use smaller tiles (the defines that size the tiles), fewer pipeline stages (num_stages) "
             "or a smaller element type", loc,
+        )
+
+
+def check_parameter_space(ptxas_message: str, arch: str, loc: Location | None = None) -> None:
+    """ptxas's refusal of a kernel whose parameters (the user's arguments, and the grid, tensor
+    maps and workspace the compiler adds) take more than the target's parameter space, as a
+    ResourceLimitError at the kernel (E0703) instead of ptxas's text about a temporary file."""
+    found = re.search(r"too much parameter space \((0x[0-9a-fA-F]+) bytes, (0x[0-9a-fA-F]+) max\)", ptxas_message)
+    if found:
+        raise ResourceLimitError(
+            "parameter space", int(found.group(1), 16), int(found.group(2), 16), "bytes", arch,
+            "pass fewer arguments (e.g. gather many pointers into one array in GPU memory)", loc,
         )
 
 

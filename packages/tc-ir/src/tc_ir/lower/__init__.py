@@ -29,6 +29,10 @@ def lower(unit: A.TranslationUnit, kernel: str | None = None, *, verify: bool | 
 
     The result is verified when `verify` is true, or when it is None (the default) in debug runs
     (Python's `__debug__`, i.e. not `python -O`): a failure there is a bug of the lowering."""
+    if not isinstance(unit, A.TranslationUnit):
+        raise TypeError(f"lower() needs a TranslationUnit (from tc_lang.frontend), not {type(unit).__name__}")
+    if kernel is not None and not isinstance(kernel, str):
+        raise TypeError(f"lower()'s kernel is the name of a __global__ function (a str), not {type(kernel).__name__}")
     try:
         return _lower(unit, kernel, verify)
     except TcCompileError as e:
