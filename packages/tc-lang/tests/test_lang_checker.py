@@ -625,3 +625,21 @@ def test_store_through_a_pointer_to_const_is_an_error() -> None:
     # the printer keeps each const where it was written
     text = tc_lang.to_source(tc_lang.parse(HEAD + "const float* const r = p;\n}\n"))
     assert "const float *const r = p;" in text
+
+
+def test_the_message_of_many_errors_shows_the_first_fifty_and_keeps_them_all() -> None:
+    """2,000 errors made a 248 KB message; the exception still holds every diagnostic."""
+    body = "".join(f"  x{i} = 1;\n" for i in range(2000))
+    with pytest.raises(tc_lang.TcNameError) as info:
+        tc_lang.frontend(f"__global__ void k() {{\n{body}}}\n", filename="k.tc")
+    err = info.value
+    assert len(err.diagnostics) == 2000
+    lines = str(err).splitlines()
+    assert lines[0] == "k.tc:2:3: error[E0301]: use of undeclared identifier 'x0'"
+    assert lines[-1] == "... and 1950 more errors"
+    assert sum(line.startswith("k.tc:") for line in lines) == 50
+    assert str(err) == err.render() == err.args[0]
+    assert len(str(err)) < 10_000
+    one_more = TcCompileError(list(err.diagnostics[:51]))
+    assert one_more.render().splitlines()[-1] == "... and 1 more error"
+    assert "more error" not in TcCompileError(list(err.diagnostics[:50])).render()

@@ -107,3 +107,30 @@ def test_every_error_is_printed_with_its_location(tmp_path: Path,
     assert f"{src}:2:11: error[E0301]: use of undeclared identifier 'y'" in err
     assert f"{src}:3:3: error[E0502]: tile 'x' has 24 elements" in err
     assert "hint: tile dimensions must be powers of two or multiples of 16" in err
+
+
+def test_dash_reads_the_source_from_stdin(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`tc-lint -` tried to open a file named '-' (tcc reads stdin)."""
+    import io
+    import sys
+
+    def stdin(data: bytes) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+    stdin(b"__global__ void k(float* p) { float x[N] = 0; *(p + 0 ... N) = x; }\n")
+    assert main(["-", "-D", "N=64", "--show-types"]) == 0
+    out, err = capsys.readouterr()
+    assert "<stdin>:1:37: x: float tile, shape [64]" in out and err == ""
+    stdin(b"__global__ void k(float* p) {\n  *p = y;\n}\n")
+    assert main(["-"]) == 1
+    assert "<stdin>:2:8: error[E0301]: use of undeclared identifier 'y'" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_regular_is_refused(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """tc-lint reads only regular files, as tcc does (`tc-lint /dev/zero` read until memory ran
+    out: a folder stands for it here, which fails without filling the memory)."""
+    assert main([str(tmp_path)]) == 1
+    assert capsys.readouterr().err == \
+        f"tc-lint: cannot read {tmp_path}: not a regular file (a directory)\n"

@@ -3,6 +3,10 @@ the map from expanded text back to the user's source and macro."""
 
 from __future__ import annotations
 
+import re
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,10 @@ from tc_lang import TcPreprocessorError
 
 def text(src: str, defines: dict[str, str | int | float | bool] | None = None) -> str:
     return " ".join(tc_lang.preprocess(src, defines).text.split())
+
+
+def text_of(pre: tc_lang.Preprocessed) -> str:
+    return " ".join(pre.text.split())
 
 
 def test_defines_of_every_python_type() -> None:
@@ -329,3 +337,208 @@ def test_malformed_line_directive(directive: str) -> None:
     assert str(info.value).splitlines()[:2] == [
         'k.tc:2:1: error[E0101]: malformed #line directive: expected #line <number> ["file"] '
         "with a number from 1 to 2147483647", f"    {directive}"]
+
+
+def run_bounded(code: str) -> subprocess.CompletedProcess[str]:
+    """Python `code` in a process of at most 2 GiB and 60 s: a test of a limit that is missing
+    fails, rather than hanging or exhausting the machine's memory."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, preexec_fn=limit)
+
+
+def test_a_macro_that_doubles_itself_is_an_error_at_its_use_before_it_exhausts_memory() -> None:
+    """Each A{i} is (A{i-1}+A{i-1}): A20 took 118 s and 3 GB, A30 never ended. The expansion is
+    refused at the macro's use once it passes MAX_EXPANSION_TOKENS, within a second or so."""
+    code = (
+        "import sys, tc_lang\n"
+        "n = 30\n"
+        "src = '#define A0 1\\n' + ''.join(\n"
+        "    f'#define A{i} (A{i-1}+A{i-1})\\n' for i in range(1, n + 1))\n"
+        "src += '__global__ void k(float* X) {\\n  int a = A30; *X = a;\\n}\\n'\n"
+        "try:\n"
+        "    tc_lang.frontend(src, {}, filename='k.tc')\n"
+        "except tc_lang.TcPreprocessorError as e:\n"
+        "    print(e)\n"
+    )
+    done = run_bounded(code)
+    assert done.stdout.splitlines() == [
+        "k.tc:33:11: error[E0111]: the expansion of macro 'A30' is too large (more than "
+        "1000000 tokens)",
+        "      int a = A30; *X = a;",
+        "              ^"], done.stderr
+
+
+def test_a_function_like_macro_that_multiplies_its_argument_is_an_error_too() -> None:
+    """The argument is substituted into the body before the result is rescanned: it counts once
+    for every place the body uses it, before the copies are made."""
+    body = " ".join(["x"] * 5000)
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(f"#define F(x) {body}\nint a = F(F(F(1)));\n", filename="k.tc")
+    d = info.value.first
+    assert (d.code, d.location.line, d.location.col) == ("E0111", 2, 9)
+    assert "macro 'F' is too large" in d.message
+    # a macro used many times within the limit is fine
+    assert text("#define F(x) ((x) * (x))\nF(F(F(F(2))))\n").count("2") == 16
+
+
+def test_an_include_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    """`#include "/dev/zero"` read until memory ran out; a folder was "cannot find"."""
+    done = run_bounded(
+        "import tc_lang\n"
+        "try:\n"
+        "    tc_lang.preprocess('int a;\\n  #include \"/dev/zero\"\\n', filename='k.tc')\n"
+        "except tc_lang.TcPreprocessorError as e:\n"
+        "    print(e)\n")
+    assert done.stdout.splitlines() == [
+        "k.tc:2:3: error[E0110]: cannot read include file '/dev/zero': not a regular file",
+        '      #include "/dev/zero"', "      ^"], done.stderr
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(f'#include "{tmp_path}"\n', filename="k.tc")
+    d = info.value.first
+    assert (d.code, d.location.line, d.location.col) == ("E0110", 1, 1)
+    assert d.message == f"cannot read include file '{tmp_path}': not a regular file (a directory)"
+
+
+def test_an_include_larger_than_the_limit_is_refused(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tc_lang.preprocessor, "MAX_INCLUDE_BYTES", 64)
+    (tmp_path / "big.h").write_text("// filler\n" * 10)
+    (tmp_path / "small.h").write_text("#define S 1\n")
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess('#include "small.h"\n#include "big.h"\n', include_dirs=[tmp_path])
+    d = info.value.first
+    assert (d.code, d.location.line) == ("E0110", 2)
+    assert d.message == (f"cannot read include file '{tmp_path / 'big.h'}': 100 bytes, more than "
+                         "the 64 a source file may have")
+
+
+def test_include_dirs_must_be_a_list_of_folders(tmp_path: Path) -> None:
+    """A str was read character by character, as the folders "/", "t", "m", "p" ..."""
+    (tmp_path / "h.h").write_text("#define H 7\n")
+    src = '#include "h.h"\n__global__ void k(int* p) { *p = H; }\n'
+    for entry in (tc_lang.frontend, tc_lang.preprocess):
+        with pytest.raises(TypeError) as info:
+            entry(src, {}, include_dirs=str(tmp_path))  # type: ignore[arg-type]
+        assert str(info.value) == (f"include_dirs must be a list or tuple of folders, not str "
+                                   f"{str(tmp_path)!r}")
+        with pytest.raises(TypeError, match="include_dirs must hold folders .* not int 3"):
+            entry(src, {}, include_dirs=[str(tmp_path), 3])  # type: ignore[list-item]
+    # str and os.PathLike folders, in a list or a tuple
+    assert text_of(tc_lang.preprocess(src, include_dirs=(tmp_path,))) == \
+        text_of(tc_lang.preprocess(src, include_dirs=[str(tmp_path)]))
+    assert tc_lang.frontend(src, include_dirs=[tmp_path]).kernels()[0].name == "k"
+
+
+@pytest.mark.parametrize("src, line, message", [
+    ("#define\n", 1, "#define needs a macro name"),
+    ("#undef\n", 1, "#undef needs a macro name"),
+    ("#ifdef\n#endif\n", 1, "#ifdef needs a macro name"),
+    ("#ifndef\n#endif\n", 1, "#ifndef needs a macro name"),
+    ("#if\n#endif\n", 1, "#if needs an expression"),
+    ("int a;\n#if\n#endif\n", 2, "#if needs an expression"),
+    ("#if 0\n#elif\n#endif\n", 2, "#elif needs an expression"),
+    ("#include\n", 1, "#include needs a file name (\"file\" or <file>)"),
+    ("#if 1 +\n#endif\n", 1, "could not evaluate expression '1 +' of #if: it ends too early"),
+    ("#if 1 2\n#endif\n", 1, "could not evaluate expression '1 2' of #if: unexpected '2'"),
+    ("#if 1 % 0\n#endif\n", 1, "could not evaluate expression '1 % 0' of #if: division by zero"),
+    ("#if 1 << -1\n#endif\n", 1,
+     "could not evaluate expression '1 << -1' of #if: negative shift count"),
+])
+def test_malformed_directives_say_what_is_wrong(src: str, line: int, message: str) -> None:
+    """`#define` alone was "malformed preprocessor directive (IndexError)", a bad #if "could not
+    evaluate expression due to SyntaxError('at EOF')": no Python exception names in messages."""
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(src, filename="k.tc")
+    d = info.value.first
+    assert d.message == message
+    assert (d.location.file, d.location.line, d.location.col) == ("k.tc", line, 1)
+    assert not re.search(r"[A-Z][a-z]+Error", str(info.value))
+    # an empty #pragma does nothing (as in C; it was an IndexError), and in a group that is not
+    # taken a directive without its operand is not looked at
+    assert text("#pragma\nx\n#if 0\n#define\n#endif\n") == "x"
+
+
+def test_an_include_that_is_not_utf8_names_the_file_and_the_byte(tmp_path: Path) -> None:
+    """It was E0101 "malformed preprocessor directive (UnicodeDecodeError)"."""
+    (tmp_path / "latin1.h").write_bytes(b"#define X 1\n// caf\xe9\n")
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess('int a;\n#include "latin1.h"\n', filename="k.tc",
+                           include_dirs=[str(tmp_path)])
+    d = info.value.first
+    assert (d.code, d.location.line) == ("E0110", 2)
+    assert d.message == (f"include file '{tmp_path / 'latin1.h'}' is not valid UTF-8 "
+                         "(byte 0xe9 at offset 18)")
+
+
+@pytest.mark.parametrize("expr,taken", [("1 << 99999999999", False), ("(1 << 64) == 0", True),
+                                         ("(1U << 63) != 0", True), ("(3 << 62) != 0", True),
+                                         ("(1 << 63) < 0", True), ("(1 << 3) == 8", True)])
+def test_if_shifts_wrap_to_64_bits_without_building_huge_numbers(expr: str, taken: bool) -> None:
+    # (before: `#if 1 << 99999999999` built a number of gigabytes and ran out of memory)
+    out = tc_lang.preprocess(f"#if {expr}\nint taken;\n#else\nint not_taken;\n#endif\n")
+    assert ("int taken;" in out.text) is taken and ("int not_taken;" in out.text) is not taken
+
+
+@pytest.mark.parametrize("second", ["#elif 1", "#else"])
+def test_elif_or_else_after_else_is_an_error(second: str) -> None:
+    """pcpp accepted both silently (C refuses them), taking no branch or the wrong one."""
+    src = f"#if 0\na\n#else\nb\n  {second}\nc\n#endif\n"
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess(src, filename="k.tc")
+    d = info.value.first
+    name = second.split()[0]
+    assert (d.code, d.location.line, d.location.col) == ("E0101", 5, 3)
+    assert d.message == f"{name} after #else (the #else of this #if group is at line 3)"
+    # each group has its own #else, nested ones included, and skipped groups are followed too
+    ok = "#if 0\n#if 1\n#else\n#endif\n#else\n#if 0\n#elif 1\nyes\n#else\n#endif\n#endif\n"
+    assert text(ok) == "yes"
+
+
+def test_recursive_include_shows_the_include_line(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """E0109 had no source line: included files below the working directory were known by a
+    relative name but kept under their absolute one (an error in such a header had no line
+    and column 1)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rec.h").write_text('int r;\n   #include "rec.h"\n')
+    with pytest.raises(TcPreprocessorError) as info:
+        tc_lang.preprocess('#include "rec.h"\n', filename="k.tc", include_dirs=[str(tmp_path)])
+    d = info.value.first
+    assert d.code == "E0109"
+    assert (d.location.file, d.location.line, d.location.col) == (str(tmp_path / "rec.h"), 2, 4)
+    assert str(info.value).splitlines()[1:] == ['       #include "rec.h"', "       ^"]
+    (tmp_path / "lib.h").write_text("__device__ float f(float x) {\n  return x + zz;\n}\n")
+    with pytest.raises(tc_lang.TcNameError) as name_error:
+        tc_lang.frontend('#include "lib.h"\n__global__ void k(float* p) { *p = f(*p); }\n',
+                         filename=str(tmp_path / "k.tc"))
+    d = name_error.value.first
+    assert (d.location.line, d.location.col, d.source_line) == (2, 14, "  return x + zz;")
+
+
+@pytest.mark.parametrize("preprocessed", [True, False])
+def test_unterminated_comment_is_reported_at_its_start(preprocessed: bool) -> None:
+    """It was E0201 "unexpected '/'" (the lexers read `/` and `*`)."""
+    src = '__global__ void k(float* p) {\n  *p = 1.0f; /* "*/" ok */\n}\n  /* never ends\n'
+    with pytest.raises(tc_lang.TcSyntaxError) as info:
+        if preprocessed:
+            tc_lang.frontend(src, filename="k.tc")
+        else:
+            tc_lang.parse(src, filename="k.tc")
+    d = info.value.first
+    assert (d.code, d.message) == ("E0201", "unterminated comment")
+    assert (d.location.line, d.location.col) == (4, 3)
+    assert str(info.value).splitlines()[1:3] == ["      /* never ends", "      ^~"]
+    ok = "__global__ void k(float* p) { /* a */ *p = 1.0f; // b /*\n}\n"
+    assert tc_lang.parse(ok).kernels()[0].name == "k"
+
+
+def test_unterminated_comment_in_an_include(tmp_path: Path) -> None:
+    (tmp_path / "c.h").write_text("#define A 1\n  /* oops\n#define B 2\n")
+    with pytest.raises(tc_lang.TcSyntaxError) as info:
+        tc_lang.preprocess('#include "c.h"\n', include_dirs=[str(tmp_path)])
+    assert [(d.location.file, d.location.line, d.location.col, d.message)
+            for d in info.value.diagnostics] == [
+        (str(tmp_path / "c.h"), 2, 3, "unterminated comment")]

@@ -105,6 +105,10 @@ class Diagnostic:
         return "\n".join(lines)
 
 
+#: The most diagnostics one TcCompileError's message shows.
+MAX_SHOWN_DIAGNOSTICS = 50
+
+
 class TcCompileError(Exception):
     """Bad input to the compiler: one or more diagnostics at the user's source lines."""
 
@@ -113,8 +117,14 @@ class TcCompileError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        """All the diagnostics rendered as the user sees them, one after another."""
-        return "\n".join(d.render() for d in self.diagnostics)
+        """The diagnostics rendered as the user sees them, one after another: the first
+        MAX_SHOWN_DIAGNOSTICS, then a count of the rest (2,000 errors made a 250 KB message);
+        `diagnostics` keeps them all."""
+        shown = [d.render() for d in self.diagnostics[:MAX_SHOWN_DIAGNOSTICS]]
+        more = len(self.diagnostics) - len(shown)
+        if more > 0:
+            shown.append(f"... and {more} more error{'s' if more > 1 else ''}")
+        return "\n".join(shown)
 
     def __str__(self) -> str:
         return self.render()

@@ -75,7 +75,7 @@ def preprocess(
     defines: Mapping[str, DefineValue] | None = None,
     *,
     filename: str = "<source>",
-    include_dirs: Sequence[str] = (),
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> Preprocessed:
     """Run the C preprocessor (see tc_lang.preprocessor)."""
     return _preprocess(source, defines, filename=filename, include_dirs=include_dirs)
@@ -101,7 +101,7 @@ def frontend(
     defines: Mapping[str, DefineValue] | None = None,
     *,
     filename: str = "<source>",
-    include_dirs: Sequence[str] = (),
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> ast.TranslationUnit:
     """preprocess + parse + check: source text to the typed AST."""
     pre = _preprocess(source, defines, filename=filename, include_dirs=include_dirs)

@@ -1,4 +1,5 @@
-"""`tc-lint FILE [-D NAME=VALUE ...] [--kernel NAME] [--show-types]`: check a kernel source.
+"""`tc-lint FILE [-D NAME=VALUE ...] [--kernel NAME] [--show-types]`: check a kernel source
+(FILE `-` reads it from stdin, as tcc does).
 
 Prints the diagnostics (warnings too) and exits 1 when there is an error, else 0. With
 `--show-types` it prints every parameter and declaration with its type and shape, which is the
@@ -14,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from . import ast
 from .diagnostics import TcCompileError
 from .frontend import frontend
-from .preprocessor import command_line_defines, list_define_notes
+from .preprocessor import command_line_defines, list_define_notes, read_source_file
 from .types import TileType, Type
 
 
@@ -63,7 +64,7 @@ def show_types(unit: ast.TranslationUnit, out: list[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="tc-lint", description="Check a Triton-C kernel source.")
-    ap.add_argument("file")
+    ap.add_argument("file", help="the .tc source file ('-' for stdin)")
     ap.add_argument("-D", dest="defines", action="append", default=[], type=_parse_define,
                     metavar="NAME=VALUE", help="define a macro (value: C token text)")
     ap.add_argument("-I", dest="include_dirs", action="append", default=[],
@@ -78,13 +79,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tc-lint: {e}", file=sys.stderr)
         return 1
     try:
-        with open(args.file, "rb") as fh:
-            source = fh.read()
+        # bytes: the front end reports text that is not UTF-8 at its line (E0102)
+        if args.file == "-":
+            source, filename = sys.stdin.buffer.read(), "<stdin>"
+        else:
+            source, filename = read_source_file(args.file), args.file
     except OSError as e:
         print(f"tc-lint: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 1
     try:
-        unit = frontend(source, defines, filename=args.file,
+        unit = frontend(source, defines, filename=filename,
                         include_dirs=args.include_dirs)
     except TcCompileError as e:
         print("\n".join([e.render(), *list_define_notes(e, defines)]), file=sys.stderr)
@@ -95,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f = unit.function(args.kernel)
         if f is None:
             names = ", ".join(x.name for x in unit.functions)
-            print(f"tc-lint: no function '{args.kernel}' in {args.file} (it has: {names})",
+            print(f"tc-lint: no function '{args.kernel}' in {filename} (it has: {names})",
                   file=sys.stderr)
             return 1
         unit = ast.TranslationUnit(functions=(f,), loc=unit.loc)

@@ -28,7 +28,7 @@ from .diagnostics import (
 )
 from .grammar import Grammar, GrammarError, SyntaxAbort
 from .lexer import TOKEN_NAMES, LexError, make_lexer
-from .preprocessor import Preprocessed, decode_source
+from .preprocessor import Preprocessed, decode_source, unterminated_comment_error
 
 MAX_NESTING = 200
 MAX_INSERTIONS = 16
@@ -225,6 +225,10 @@ def parse(
         pre = source
     else:
         pre = Preprocessed.plain(decode_source(source, filename), filename)
+        # (the preprocessor reports it for preprocessed text, where comments are gone)
+        comment = unterminated_comment_error(pre.text, filename)
+        if comment is not None:
+            raise TcSyntaxError([comment])
     parser, _ = get_parser()
     toks = tokenize(pre)
     if not toks:

@@ -11,22 +11,61 @@ Defines from Python become object-like macros. Their values are C token text: `1
 
 from __future__ import annotations
 
+import ast
+import io
 import math
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 from pcpp import Preprocessor as _PcppBase  # type: ignore[attr-defined]
+from pcpp import evaluator as _pcpp_evaluator  # type: ignore[attr-defined]
 from pcpp import parser as _pcpp_parser
+from pcpp.parser import Action, OutputDirective
 
-from .diagnostics import Category, Diagnostic, Location, TcCompileError, TcPreprocessorError
+from .diagnostics import (Category, Diagnostic, Location, TcCompileError, TcPreprocessorError,
+                          error_for)
 
 DefineValue = str | int | float | bool | object
 
 _LEXER: Any = None
 MAX_INCLUDE_DEPTH = 40
+#: The largest file an #include reads (a header is a few KB; this stops an endless file).
+MAX_INCLUDE_BYTES = 16 * 1024 * 1024
+#: The most tokens the macro expansions of one stretch of source text may produce, counting the
+#: tokens every level of a nested expansion hands back: a real kernel makes a few thousand; a
+#: macro that doubles itself level after level (`#define A2 (A1+A1)` ...) made 2^30 and ran
+#: out of memory.
+MAX_EXPANSION_TOKENS = 1_000_000
+
+
+def _bounded_left_shifts() -> None:
+    """pcpp's #if evaluator shifts in Python's unbounded integers and wraps the result to 64
+    bits afterwards, so `#if 1 << 99999999999` built a number of gigabytes and ran out of memory.
+    A shift by the width or more wraps to 0 anyway: give that at once (the rest unchanged)."""
+    value = _pcpp_evaluator.Value
+    original = value.__lshift__
+    if getattr(original, "tc_bounded", False):
+        return
+    bits = int(_pcpp_evaluator.INTMAXBITS)
+
+    def lshift(self: Any, other: Any) -> Any:
+        if self.exception is None:
+            count = value(other)
+            if count.exception is None:
+                n = int(count) & value.UINT_MAX if self.unsigned else int(count)
+                if n >= bits:
+                    return value(0, self.unsigned)
+        return original(self, other)
+
+    lshift.tc_bounded = True  # type: ignore[attr-defined]
+    value.__lshift__ = lshift
+
+
+_bounded_left_shifts()
 
 
 def _lexer() -> Any:
@@ -190,6 +229,89 @@ def decode_source(source: str | bytes, filename: str) -> str:
         ) from None
 
 
+def read_source_file(path: str, limit: int = MAX_INCLUDE_BYTES) -> bytes:
+    """The bytes of the source file `path`; an OSError whose strerror says why not for anything
+    but a regular file of at most `limit` bytes (reading /dev/zero or a FIFO never ended)."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        folder = " (a directory)" if stat.S_ISDIR(info.st_mode) else ""
+        raise OSError(0, "not a regular file" + folder)
+    if info.st_size > limit:
+        raise OSError(0, f"{info.st_size} bytes, more than the {limit} a source file may have")
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)  # (a file that grows while it is read)
+    if len(data) > limit:
+        raise OSError(0, f"more than the {limit} bytes a source file may have")
+    return data
+
+
+_COMMENT_OR_LITERAL = re.compile(
+    r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|//[^\n]*|/\*.*?\*/|(?P<open>/\*)', re.S)
+
+
+def unterminated_comment(text: str) -> int | None:
+    """The offset of a `/*` that no `*/` closes (outside literals and other comments), if any:
+    the lexers would otherwise read it as `/` and `*` and report an unexpected '/'."""
+    for m in _COMMENT_OR_LITERAL.finditer(text):
+        if m.group("open"):
+            return m.start()
+    return None
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int, str]:
+    """1-based line and column of `offset` in `text`, and the text of that line."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_end = text.find("\n", offset)
+    return (text.count("\n", 0, offset) + 1, offset - line_start + 1,
+            text[line_start: line_end if line_end >= 0 else len(text)])
+
+
+def unterminated_comment_error(text: str, filename: str) -> Diagnostic | None:
+    """E0201 at the start of an unterminated block comment of `text`, if it has one."""
+    at = unterminated_comment(text)
+    if at is None:
+        return None
+    line, col, src = _line_col(text, at)
+    return Diagnostic(Category.SYNTAX, "E0201", "unterminated comment",
+                      Location(filename, line, col, line, col + 1), source_line=src,
+                      hint="a '/*' comment ends at the next '*/'")
+
+
+class _ExpansionTooLarge(Exception):
+    """Raised inside pcpp's expansion when it passes MAX_EXPANSION_TOKENS (caught at the top)."""
+
+    def __init__(self, macros: list[str]) -> None:
+        super().__init__(macros)
+        self.macros = macros
+
+
+def _if_expression_message(msg: str) -> str | None:
+    """pcpp's "Could not evaluate expression due to SyntaxError('at EOF') (passed to evaluator:
+    '1 +')" as what went wrong, without Python's exception names; None for other messages."""
+    m = re.fullmatch(r"Could not evaluate expression due to (\w+)\((.*)\) "
+                     r"\(passed to evaluator: '(.*)'\)", msg, re.S)
+    if m is None:
+        return None
+    kind, arg, expr = m.groups()
+    try:
+        detail = ast.literal_eval(arg) if arg else ""
+    except (ValueError, SyntaxError):
+        detail = ""
+    detail = detail if isinstance(detail, str) else ""
+    around = re.match(r"around token '(.*)' type", detail)
+    if kind == "SyntaxError" and detail == "at EOF":
+        why = "it ends too early"
+    elif kind == "SyntaxError" and around:
+        why = f"unexpected '{around.group(1)}'"
+    elif kind == "ZeroDivisionError":
+        why = "division by zero"
+    elif kind == "ValueError" and detail:
+        why = detail
+    else:
+        why = "it is not an integer constant expression"
+    return f"could not evaluate expression '{expr}' of #if: {why}"
+
+
 class _Pcpp(_PcppBase):  # type: ignore[misc]
     """pcpp with its hooks turned into diagnostics and a record of macro invocation sites."""
 
@@ -205,6 +327,14 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         #: `#line` directives by file: (the directive's own line, the number it gives the next
         #: line, the file name it gives them), in source order
         self.tc_line_maps: dict[str, list[tuple[int, int, str]]] = {}
+        #: the last directive seen, whether it had anything after its name, and where it is
+        self.tc_directive: tuple[str, bool, str, int] = ("", False, filename, 1)
+        #: the open #if groups of each file: the line of the group's #else, or 0 before it
+        self.tc_groups: dict[str, list[int]] = {}
+        #: tokens the expansions of the current stretch of text have produced so far
+        self.tc_expanded = 0
+        #: the function-like macros whose arguments are being expanded, innermost last
+        self.tc_arg_macros: list[Any] = []
 
     # -- diagnostics -------------------------------------------------------------------------
 
@@ -278,12 +408,16 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
 
     def on_error(self, file: str, line: int, msg: str) -> None:
         code, col = "E0101", 0
-        msg = " ".join(msg.split())
+        if file == "unknown" or line <= 0:  # (pcpp's "Empty expression" knows no place)
+            file, line = self.tc_last
+        msg = _if_expression_message(msg) or " ".join(msg.split())
         if msg.startswith("Macro ") and "argument" in msg:
             code = "E0106"
             col = self._call_col(file, line, msg.split()[1])
         elif msg.startswith("Unterminated"):
             code = "E0107"
+        elif msg == "Empty expression":
+            msg = f"#{self.tc_directive[0] or 'if'} needs an expression"
         self.tc_error(code, file, line, col, msg[0].lower() + msg[1:] if msg else msg)
 
     def _call_col(self, file: str | None, line: int, name: str) -> int:
@@ -314,30 +448,81 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
             self.tc_error("E0104", file, line, 0, f"cannot find include file '{includepath}'")
         raise OutputDirective(Action.IgnoreAndRemove)
 
-    def on_file_open(self, is_system_include: bool, includepath: str) -> Any:
-        fh = super().on_file_open(is_system_include, includepath)
-        data = fh.read()
-        fh.close()
-        self.tc_files[includepath] = data
-        import io
+    def include(self, tokens: Any, original_line: Any) -> Any:
+        """pcpp's #include, but one that names no file is an error (pcpp ignored it)."""
+        if not tokens:
+            file, line = self.tc_include_at
+            self.tc_error("E0104", file, line, 0, "#include needs a file name (\"file\" or <file>)")
+            return iter(())
+        return super().include(tokens, original_line)
 
-        return io.StringIO(data)
+    def tc_include_error(self, msg: str) -> NoReturn:
+        """E0110 at the #include being read; the directive is dropped."""
+        file, line = self.tc_include_at
+        self.tc_error("E0110", file, line, 0, msg)
+        raise OutputDirective(Action.IgnoreAndRemove)
+
+    def on_file_open(self, is_system_include: bool, includepath: str) -> Any:
+        """Read an included file: a regular file of at most MAX_INCLUDE_BYTES of UTF-8 (pcpp read
+        anything, `#include "/dev/zero"` until memory ran out). A path that does not exist raises
+        OSError, which lets pcpp look in the next include folder."""
+        if not os.path.exists(includepath):
+            raise FileNotFoundError(includepath)
+        try:
+            data = read_source_file(includepath, MAX_INCLUDE_BYTES)
+        except OSError as e:
+            self.tc_include_error(f"cannot read include file '{includepath}': {e.strerror}")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            self.tc_include_error(f"include file '{includepath}' is not valid UTF-8 (byte "
+                                  f"0x{data[e.start]:02x} at offset {e.start})")
+        # as pcpp's text-mode read did: universal newlines, no byte-order mark
+        text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
+        comment = unterminated_comment_error(text, includepath)
+        if comment is not None:
+            self.tc_diags.append(comment)
+            raise error_for(self.tc_diags)
+        self.tc_files[includepath] = text
+        return io.StringIO(text)
 
     def on_directive_handle(
         self, directive: Any, toks: Any, ifpassthru: bool, precedingtoks: Any
     ) -> bool:
         self.tc_last = (directive.source, directive.lineno)
-        if directive.value == "include":
+        name = directive.value
+        self.tc_directive = (name, bool(toks), directive.source, directive.lineno)
+        if name == "include":
             self.tc_include_at = self.tc_last
             if self.include_depth >= MAX_INCLUDE_DEPTH:
-                from pcpp.parser import Action, OutputDirective
-
                 if not any(d.code == "E0109" for d in self.tc_diags):
-                    self.tc_error("E0109", directive.source, directive.lineno, 0,
+                    self.tc_error("E0109", directive.source, directive.lineno,
+                                  self._col(precedingtoks[0]),
                                   f"#include nested more than {MAX_INCLUDE_DEPTH} deep "
                                   "(does a file include itself?)")
                 raise OutputDirective(Action.IgnoreAndRemove)
+        elif name == "pragma" and not toks:  # (an empty #pragma does nothing in C; pcpp failed)
+            raise OutputDirective(Action.IgnoreAndRemove)
+        elif name in ("if", "ifdef", "ifndef", "elif", "else", "endif"):
+            self.tc_if_group(directive, precedingtoks)
         return True
+
+    def tc_if_group(self, directive: Any, precedingtoks: Any) -> None:
+        """Follow the #if groups of each file: an #elif or a second #else after a group's #else
+        is an error, as in C (pcpp accepted both silently)."""
+        groups = self.tc_groups.setdefault(directive.source, [])
+        name = directive.value
+        if name in ("if", "ifdef", "ifndef"):
+            groups.append(0)
+        elif name == "endif":
+            if groups:
+                groups.pop()
+        elif groups and groups[-1]:
+            self.tc_error("E0101", directive.source, directive.lineno, self._col(precedingtoks[0]),
+                          f"#{name} after #else (the #else of this #if group is at line "
+                          f"{self.tc_renamed(directive.source, groups[-1])[1]})")
+        elif groups and name == "else":
+            groups[-1] = directive.lineno
 
     def on_directive_unknown(
         self, directive: Any, toks: Any, ifpassthru: bool, precedingtoks: Any
@@ -346,7 +531,8 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
         col = self._col(directive)
         if name == "error":
             msg = "".join(t.value for t in toks).strip()
-            self.tc_error("E0103", directive.source, directive.lineno, col - 1, f"#error {msg}")
+            self.tc_error("E0103", directive.source, directive.lineno, col - 1,
+                          f"#error {msg}".rstrip())
         elif name == "line":
             self.tc_line_directive(directive, toks)
         elif name in ("warning", "pragma"):
@@ -414,23 +600,65 @@ class _Pcpp(_PcppBase):  # type: ignore[misc]
             end = (lln, lc + llen - 1) if lln == ln else (ln, c + len(str(first.value)) - 1)
             t.tc_site = Location(f, ln, c, end[0], end[1], str(first.value))
 
+    def tc_count(self, produced: int, macros: list[str]) -> None:
+        """Add tokens an expansion produced to the budget of this stretch of text."""
+        self.tc_expanded += produced
+        if self.tc_expanded > MAX_EXPANSION_TOKENS:
+            raise _ExpansionTooLarge(macros)
+
+    def macro_expand_args(self, macro: Any, args: list[Any]) -> Any:
+        """pcpp's substitution of a function-like macro's arguments; the macro is remembered so
+        that an argument's expansion counts once for every place the body uses it."""
+        self.tc_arg_macros.append(macro)
+        try:
+            return super().macro_expand_args(macro, args)
+        finally:
+            self.tc_arg_macros.pop()
+
     def expand_macros(self, tokens: list[Any], expanding_from: list[str] | None = None) -> Any:
-        """pcpp's expansion, plus: every expanded token learns its invocation site (`tc_site`)."""
+        """pcpp's expansion, plus: every expanded token learns its invocation site (`tc_site`),
+        and the tokens expansions produce are counted, so that a macro that grows exponentially
+        (`#define A2 (A1+A1)` ...) is an error at its use before it exhausts time and memory."""
         if expanding_from:
-            return super().expand_macros(tokens, expanding_from)
-        if self.tc_depth > 0:
-            return super().expand_macros(tokens, [])
+            result = super().expand_macros(tokens, expanding_from)
+            self.tc_count(len(result), list(expanding_from))
+            return result
+        if self.tc_depth > 0:  # an argument of a function-like macro, expanded before substitution
+            result = super().expand_macros(tokens, [])
+            macro = self.tc_arg_macros[-1] if self.tc_arg_macros else None
+            uses = max(1, len(macro.patch)) if macro is not None else 1
+            self.tc_count(len(result) * uses, [macro.name] if macro is not None else [])
+            return result
         orig = list(tokens)
         for t in orig:
             if t.type not in self.t_WS:
                 t.tc_pos = (t.source, t.lineno, self._col(t), len(str(t.value)))
         self.tc_depth += 1
+        self.tc_expanded = 0
         try:
             result = super().expand_macros(tokens, [])
+        except _ExpansionTooLarge as e:
+            self.tc_expansion_error(orig, e.macros)
         finally:
             self.tc_depth -= 1
+            self.tc_arg_macros.clear()
         self._mark_sites(orig, result)
         return result
+
+    def tc_expansion_error(self, orig: list[Any], macros: list[str]) -> NoReturn:
+        """E0111 at the first use in `orig` of a macro whose expansion grew too large."""
+        uses = [t for t in orig if t.type == "CPP_ID" and hasattr(t, "tc_pos")]
+        at = next((t for t in uses if t.value in macros), None) \
+            or next((t for t in uses if t.value in self.macros), None)
+        if at is not None:
+            file, line, col, _ = at.tc_pos
+            name = str(at.value)
+        else:
+            (file, line), col, name = self.tc_last, 0, macros[0] if macros else "?"
+        self.tc_error("E0111", file, line, col,
+                      f"the expansion of macro '{name}' is too large (more than "
+                      f"{MAX_EXPANSION_TOKENS} tokens)")
+        raise error_for(self.tc_diags)
 
 
 def _invocations(pp: Any, orig: list[Any], survivors: set[int]) -> list[tuple[int, int]]:
@@ -462,12 +690,28 @@ def _invocations(pp: Any, orig: list[Any], survivors: set[int]) -> list[tuple[in
     return found
 
 
+def include_folders(include_dirs: object) -> list[str]:
+    """The include folders of a list or tuple of str or os.PathLike; a single str was read
+    character by character, as folders "/", "t", "m", "p" ..."""
+    if not isinstance(include_dirs, (list, tuple)):
+        raise ArgumentTypeError(f"include_dirs must be a list or tuple of folders, not "
+                                f"{type(include_dirs).__name__} {include_dirs!r}")
+    out = []
+    for d in include_dirs:
+        folder = os.fspath(d) if isinstance(d, (str, os.PathLike)) else None
+        if not isinstance(folder, str):
+            raise ArgumentTypeError(f"include_dirs must hold folders (str or os.PathLike), not "
+                                    f"{type(d).__name__} {d!r}")
+        out.append(folder)
+    return out
+
+
 def preprocess(
     source: str | bytes,
     defines: Mapping[str, DefineValue] | None = None,
     *,
     filename: str = "<source>",
-    include_dirs: Sequence[str] = (),
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> Preprocessed:
     """Run the C preprocessor over a kernel source with `defines` as object-like macros.
 
@@ -480,9 +724,13 @@ def preprocess(
     if defines is not None and not isinstance(defines, Mapping):
         raise ArgumentTypeError(f"defines must be a mapping of macro names to values, not "
                                 f"{type(defines).__name__} {defines!r}")
+    folders = include_folders(include_dirs)
     text = decode_source(source, filename)
     if text.startswith("\ufeff"):  # a UTF-8 byte-order mark (some editors write one), as C compilers do
         text = text[1:]
+    comment = unterminated_comment_error(text, filename)
+    if comment is not None:
+        raise error_for([comment])
     pp = _Pcpp(filename)
     pp.tc_files[filename] = text
     for name, value in (defines or {}).items():
@@ -498,8 +746,11 @@ def preprocess(
             pp.tc_error("E0108", filename, 0, 0, f"define {name}: value must be on one line")
             continue
         pp.define(f"{name} {body}")
-    for d in include_dirs:
-        pp.add_path(str(d))
+    for d in folders:
+        pp.add_path(d)
+    # pcpp names files below the working directory by relative paths, which are then not the
+    # names their text is kept under (no source line or column for them): keep every name
+    pp.rewrite_paths = []
     if filename and not filename.startswith("<"):
         pp.temp_path.insert(0, os.path.dirname(os.path.abspath(filename)))
     if pp.tc_diags:
@@ -562,14 +813,24 @@ def _tokens(pp: _Pcpp) -> Iterator[Any]:
     while True:
         try:
             tok = pp.token()
-        except TcPreprocessorError:
+        except TcCompileError:
             raise
-        except Exception as e:  # pcpp raises raw exceptions on some malformed directives
-            file, line = pp.tc_last
-            pp.tc_error("E0101", file, line, 0, f"malformed preprocessor directive ({type(e).__name__})")
+        except Exception:  # pcpp raises raw exceptions on some malformed directives
+            name, has_operand, file, line = pp.tc_directive
+            pp.tc_error("E0101", file, line, 0, _directive_problem(name, has_operand))
             raise TcPreprocessorError(pp.tc_diags) from None
         if tok is None:
             return
         if tok.type not in pp.t_WS:
             pp.tc_last = (tok.source or pp.tc_filename, tok.lineno)
         yield tok
+
+
+def _directive_problem(name: str, has_operand: bool) -> str:
+    """What is wrong with the directive `name` that pcpp failed on (it raised IndexError and the
+    like where an operand was missing)."""
+    if not has_operand and name in ("define", "undef", "ifdef", "ifndef"):
+        return f"#{name} needs a macro name"
+    if not has_operand and name in ("if", "elif"):
+        return f"#{name} needs an expression"
+    return f"malformed #{name} directive" if name else "malformed preprocessor directive"

@@ -9,14 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
 import time
 import traceback
 from collections.abc import Sequence
 
 from tc_lang.diagnostics import TcCompileError
-from tc_lang.preprocessor import command_line_defines, list_define_notes
+from tc_lang.preprocessor import command_line_defines, list_define_notes, read_source_file
 from tc_opt import gpu_pipeline
 from tc_opt.options import ARCHS, CompileOptions
 
@@ -59,22 +58,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-#: The largest source file tcc reads (a kernel is a few KB; this stops an endless file).
-MAX_SOURCE_BYTES = 16 * 1024 * 1024
-
-
-def _read_source(path: str) -> bytes:
-    """The bytes of source file `path`; an OSError whose strerror says why not for anything but a
-    regular file of at most MAX_SOURCE_BYTES (`tcc /dev/zero` read until memory ran out)."""
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise OSError(0, "not a regular file" + (" (a directory)" if stat.S_ISDIR(info.st_mode) else ""))
-    if info.st_size > MAX_SOURCE_BYTES:
-        raise OSError(0, f"{info.st_size} bytes, more than the {MAX_SOURCE_BYTES} a source file may have")
-    with open(path, "rb") as fh:
-        return fh.read(MAX_SOURCE_BYTES + 1)
-
-
 def _overwrites(output: str | None, source: str) -> bool:
     """Whether -o names the source file itself (`tcc x.tc -o x.tc` replaced the source)."""
     if not output or source == "-" or not os.path.exists(output):
@@ -111,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.file == "-":
             source, filename = sys.stdin.buffer.read(), "<stdin>"
         else:
-            source, filename = _read_source(args.file), args.file
+            source, filename = read_source_file(args.file), args.file  # (regular files only)
     except OSError as exc:
         return _fail(f"tcc: error: cannot read {args.file}: {exc.strerror}")
     if _overwrites(args.output, args.file):
