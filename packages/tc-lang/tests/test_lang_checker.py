@@ -510,7 +510,22 @@ UNIT_NEGATIVE = [
     ("__device__ float f() { return; }\n", "E0407", "'return' without a value", "return;"),
     ("__global__ void t(float* p) { int x = exp; }\n", "E0301",
      "use of undeclared identifier 'exp'", "exp;"),
+    # (before: accepted; the attribute was ignored)
+    ("__global__ void t(float* p __readonly) { *(p + 1) = 2.0; }\n", "E0412",
+     "cannot store through 'p': it is declared __readonly", "*(p + 1)"),
+    ("__global__ void t(float* p) { int a[65536 * 65536]; }\n", "E0503",
+     "tile dimension must be positive, not 0", "65536 * 65536"),
 ]
+
+
+def test_loads_through_readonly_pointers_and_wrapped_dimensions_hint() -> None:
+    tc_lang.frontend("__global__ void t(float* p __readonly, float* q) { *q = *(p + 1); }\n")
+    with pytest.raises(TcCompileError) as info:
+        tc_lang.frontend("__global__ void t(float* p) { int a[65536 * 65536]; }\n")
+    assert "wraps around" in (info.value.first.hint or "")
+    with pytest.raises(TcCompileError) as info:
+        tc_lang.frontend("__global__ void t(float* p) { int a[0]; }\n")
+    assert info.value.first.hint is None
 
 
 @pytest.mark.parametrize(("src", "code", "message", "at"), UNIT_NEGATIVE)

@@ -110,6 +110,8 @@ class Symbol:
     loc: Location | None = None
     #: a pointer declared `const T*`: nothing may be stored through it
     points_to_const: bool = False
+    #: a pointer parameter declared `__readonly`: nothing may be stored through it either
+    read_only_attribute: bool = False
 
 
 @attrs.define
@@ -267,7 +269,9 @@ class Checker:
                 continue
             if v <= 0:
                 if report:
-                    self.shape_error("E0503", f"tile dimension must be positive, not {v}", d.loc)
+                    wrapped = None if isinstance(d, ast.IntLiteral) else \
+                        "the dimension is computed in C's int, which wraps around: does it overflow?"
+                    self.shape_error("E0503", f"tile dimension must be positive, not {v}", d.loc, wrapped)
                 ok = False
                 continue
             dims.append(v)
@@ -342,8 +346,9 @@ class Checker:
                                     p.loc, hint="pass a pointer and load the tile in the kernel")
                 attributes = self.check_attributes(p.attributes, ty)
                 if ty is not None:
+                    read_only = any(a.name == "readonly" for a in attributes)
                     self.declare(p.name, Symbol(ty, "param", None, _readonly(p.type), p.loc,
-                                                _points_to_const(p.type)), p.loc)
+                                                _points_to_const(p.type), read_only), p.loc)
                 params.append(attrs.evolve(p, type=self.typed_typename(p.type),
                                            attributes=attributes, ty=ty))
             body = self.compound(f.body, new_scope=False)
@@ -721,6 +726,10 @@ class Checker:
             if sym is not None and sym.points_to_const:
                 self.type_error("E0412", f"cannot store through '{root}': it points to const", loc,
                                 hint=f"declare '{root}' without const to write through it")
+                return False
+            if sym is not None and sym.read_only_attribute:
+                self.type_error("E0412", f"cannot store through '{root}': it is declared __readonly", loc,
+                                hint=f"drop __readonly from '{root}' to write through it")
                 return False
             return True
         self.type_error("E0406", f"the left side of '{op}' is not assignable", loc,
