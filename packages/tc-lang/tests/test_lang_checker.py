@@ -513,13 +513,19 @@ UNIT_NEGATIVE = [
     # (before: accepted; the attribute was ignored)
     ("__global__ void t(float* p __readonly) { *(p + 1) = 2.0; }\n", "E0412",
      "cannot store through 'p': it is declared __readonly", "*(p + 1)"),
+    ("__global__ void t(float* p __writeonly, float* q) { *q = *(p + 1); }\n", "E0412",
+     "cannot load through 'p': it is declared __writeonly", "*(p + 1)"),
+    ("__global__ void t(float* p __writeonly) { *p += 1.0; }\n", "E0412",
+     "cannot load through 'p': it is declared __writeonly", "*p"),
     ("__global__ void t(float* p) { int a[65536 * 65536]; }\n", "E0503",
      "tile dimension must be positive, not 0", "65536 * 65536"),
 ]
 
 
-def test_loads_through_readonly_pointers_and_wrapped_dimensions_hint() -> None:
+def test_loads_through_readonly_stores_through_writeonly_pointers_and_wrapped_dimensions() -> None:
     tc_lang.frontend("__global__ void t(float* p __readonly, float* q) { *q = *(p + 1); }\n")
+    tc_lang.frontend("__global__ void t(float* p __writeonly, float* q) {\n  int r[4] = 0 ... 4;\n"
+                     "  *?(r < 2)(p + r) = *(q + r);\n  *p = 1.0;\n}\n")  # (stores only)
     with pytest.raises(TcCompileError) as info:
         tc_lang.frontend("__global__ void t(float* p) { int a[65536 * 65536]; }\n")
     assert "wraps around" in (info.value.first.hint or "")

@@ -112,6 +112,8 @@ class Symbol:
     points_to_const: bool = False
     #: a pointer parameter declared `__readonly`: nothing may be stored through it either
     read_only_attribute: bool = False
+    #: a pointer parameter declared `__writeonly`: nothing may be loaded through it
+    write_only_attribute: bool = False
 
 
 @attrs.define
@@ -143,6 +145,8 @@ class Checker:
         self.function: Signature | None = None
         self.loop_depth = 0
         self.undeclared: set[str] = set()
+        #: the dereference a plain `=` stores to (the one dereference that loads nothing)
+        self.store_target: ast.Expr | None = None
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -346,9 +350,10 @@ class Checker:
                                     p.loc, hint="pass a pointer and load the tile in the kernel")
                 attributes = self.check_attributes(p.attributes, ty)
                 if ty is not None:
-                    read_only = any(a.name == "readonly" for a in attributes)
+                    names = {a.name for a in attributes}
                     self.declare(p.name, Symbol(ty, "param", None, _readonly(p.type), p.loc,
-                                                _points_to_const(p.type), read_only), p.loc)
+                                                _points_to_const(p.type), "readonly" in names,
+                                                "writeonly" in names), p.loc)
                 params.append(attrs.evolve(p, type=self.typed_typename(p.type),
                                            attributes=attributes, ty=ty))
             body = self.compound(f.body, new_scope=False)
@@ -788,7 +793,11 @@ class Checker:
         return self.typed(new, res, const)
 
     def x_Assign(self, e: ast.Assign) -> ast.Expr:
-        target = self.expr(e.target)
+        outer, self.store_target = self.store_target, e.target if e.op == "=" else None
+        try:
+            target = self.expr(e.target)
+        finally:
+            self.store_target = outer
         value = self.expr(e.value)
         new = attrs.evolve(e, target=target, value=value)
         if target.ty is None or value.ty is None:
@@ -1086,6 +1095,12 @@ class Checker:
         if isinstance(pe.pointee, ScalarType) and pe.pointee.is_void:
             self.type_error("E0408", "cannot dereference a 'void*'", e.pointer.loc,
                             hint="cast it to a typed pointer first")
+            return self.typed(new, None)
+        root = _pointer_root(pointer)
+        sym = self.lookup(root) if root is not None and e is not self.store_target else None
+        if sym is not None and sym.write_only_attribute:
+            self.type_error("E0412", f"cannot load through '{root}': it is declared __writeonly", e.loc,
+                            hint=f"drop __writeonly from '{root}' to read through it")
             return self.typed(new, None)
         shape = shape_of(pointer.ty)
         if mask is not None and mask.ty is not None:
