@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,38 @@ def test_warnings_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main([str(src), "--emit=ptx"]) == 0
     captured = capsys.readouterr()
     assert "semi.tc:2:" in captured.err and "warning[W0201]" in captured.err and ".entry k" in captured.out
+
+
+WGMMA = """__global__ void k(half* a, half* b, float* c) {
+  int m[64] = 0 ... 64;
+  int n[64] = 0 ... 64;
+  int kk[64] = 0 ... 64;
+  half x[64, 64] = *(a + m[:, newaxis] * 64 + kk[newaxis, :]);
+  half y[64, 64] = *(b + kk[:, newaxis] * 64 + n[newaxis, :]);
+  float acc[64, 64] = 0;
+  for (int i = 0; i < 4; i++) { acc += x @ y; }
+  *(c + m[:, newaxis] * 64 + n[newaxis, :]) = acc;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
+def test_cubin_of_a_wgmma_kernel_for_sm_90(tmp_path: Path) -> None:
+    # (before: ptxas was asked for sm_90 while the PTX targets sm_90a: "cannot be compiled")
+    src, out = tmp_path / "mm.tc", tmp_path / "mm.cubin"
+    src.write_text(WGMMA)
+    assert main([str(src), "--emit=cubin", "--arch=sm_90", "-o", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x7fELF"
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
+def test_cubin_with_too_many_parameters_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "many.tc"
+    src.write_text("__global__ void k(" + ", ".join(f"float* p{i}" for i in range(560)) + ") {\n  *p0 = 1.0;\n}\n")
+    assert main([str(src), "--emit=cubin", "--arch=sm_90", "-o", str(tmp_path / "many.cubin")]) == 1
+    err = capsys.readouterr().err
+    assert "many.tc:1:1: error[E0703]: the kernel needs 4480 bytes of parameter space" in err
+    assert "ptxas" not in err
 
 
 def test_code_generator_errors_quote_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

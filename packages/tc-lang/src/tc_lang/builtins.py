@@ -8,9 +8,10 @@ sets their `const`, and the lowering materialises any expression with a `const` 
 Functions (all element-wise on tiles, scalars broadcast):
 - get_program_id(axis), get_num_programs(axis): int; axis a constant 0, 1 or 2.
 - min(a, b), max(a, b): the common type of a and b.
-- exp log sqrt rsqrt abs sin cos exp2 log2 floor ceil (x): same float type as x (an integer x
-  converts to float; abs keeps integer types); sqrtf(x): float.
-- fma(a, b, c): the common float type.
+- exp log sqrt rsqrt abs fabs sin cos exp2 log2 floor ceil (x): same float type as x (an integer
+  x converts to float; abs keeps integer types); C's float forms expf logf sqrtf rsqrtf sinf cosf
+  exp2f log2f floorf ceilf fabsf (x): float (fp32), as in C.
+- fma(a, b, c): the common float type; fmaf(a, b, c): float.
 - select(c, a, b): like `c ? a : b` but both sides evaluated; c converts to bool.
 - atomic_add/atomic_max/atomic_min/atomic_xchg(ptr, value[, mask]): the old values (type of
   `*ptr`, shape of the broadcast of the operands); atomic_cas(ptr, cmp, value) likewise. On the
@@ -31,12 +32,16 @@ BUILTIN_CONSTANTS: dict[str, tuple[ScalarType, float]] = {
     "F32_NAN": (FP32, math.nan),
 }
 
-UNARY_MATH = frozenset(
-    {"exp", "log", "sqrt", "rsqrt", "abs", "sin", "cos", "exp2", "log2", "floor", "ceil", "sqrtf"}
+#: C's float forms of the math functions: fp32 results whatever the argument's type.
+FLOAT_MATH = frozenset(
+    {"expf", "logf", "sqrtf", "rsqrtf", "sinf", "cosf", "exp2f", "log2f", "floorf", "ceilf", "fabsf"}
 )
+UNARY_MATH = frozenset(
+    {"exp", "log", "sqrt", "rsqrt", "abs", "fabs", "sin", "cos", "exp2", "log2", "floor", "ceil"}
+) | FLOAT_MATH
 ATOMIC_RMW = frozenset({"atomic_add", "atomic_max", "atomic_min", "atomic_xchg"})
 PROGRAM_QUERIES = frozenset({"get_program_id", "get_num_programs"})
-OTHER = frozenset({"min", "max", "fma", "select", "atomic_cas", "__debug_barrier"})
+OTHER = frozenset({"min", "max", "fma", "fmaf", "select", "atomic_cas", "__debug_barrier"})
 
 BUILTIN_FUNCTIONS = UNARY_MATH | ATOMIC_RMW | PROGRAM_QUERIES | OTHER
 
@@ -51,7 +56,7 @@ def arity(name: str) -> tuple[int, int]:
         return 1, 1
     if name in ("min", "max"):
         return 2, 2
-    if name in ("fma", "select", "atomic_cas"):
+    if name in ("fma", "fmaf", "select", "atomic_cas"):
         return 3, 3
     if name in ATOMIC_RMW:
         return 2, 3
@@ -62,7 +67,7 @@ def arity(name: str) -> tuple[int, int]:
 
 def math_result(name: str, element: ScalarType) -> ScalarType:
     """Element type of a unary math built-in applied to `element`."""
-    if name == "sqrtf":
+    if name in FLOAT_MATH:
         return FP32
     if name == "abs" and element.is_integer and not element.is_bool:
         return element if element.bits >= 32 else ScalarType("int32")

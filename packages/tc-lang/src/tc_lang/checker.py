@@ -1203,11 +1203,11 @@ class Checker:
                 except consts.FoldError:
                     const = None
             return self.typed(e, with_shape(el2, shape), const)
-        if name == "fma":
+        if name in ("fma", "fmaf"):
             el3 = self.numeric_common(args, name)
             if el3 is None:
                 return self.typed(e, None)
-            if not el3.is_float:
+            if not el3.is_float or name == "fmaf":
                 el3 = FP32
             return self.typed(e, with_shape(el3, shape))
         if name == "select":

@@ -315,7 +315,7 @@ def compile(  # noqa: A001 - the name the contract gives it
     filename: str = "<source>",
     assemble_cubin: bool = True,
 ) -> CompiledKernel:
-    """Compile Triton-C source to PTX (and a cubin when ptxas is on the PATH)."""
+    """Compile Triton-C source to PTX (and a cubin when ptxas is found: TC_PTXAS, else the PATH)."""
     check_options(options)
     start = time.perf_counter()
     unit, module = frontend(source, defines, kernel, filename)

@@ -839,8 +839,8 @@ def kernel(src: str, device: object = "cuda", defines: Mapping[str, object] | No
     """tc.kernel(src, device, defines, ...): a launchable kernel (see `Kernel`).
     `autotune_vals` is the matmul tutorial's spelling of `autotune_configs`. `fp32_dot="tf32"`
     makes float32 `@` products use tf32 tensor cores (exact float32 by default);
-    `precise_math=True` compiles accurate exp, log, sin, cos, exp2, log2 and IEEE division
-    instead of the fast approximate versions the language uses by default. `tma=False` keeps
+    `precise_math=True` compiles accurate exp and log (the language's are the fast approximate
+    versions; sin, cos, exp2 and log2 are always accurate) and IEEE-rounded division. `tma=False` keeps
     Hopper's dot operands on cp.async copies; `tma_store=True` makes whole-tile stores (a matmul's
     epilogue) TMA bulk stores (tc_opt.tma_store)."""
     if autotune_vals is not None:
