@@ -23,7 +23,7 @@ from tc_opt.resources import check_parameter_space, check_registers, check_share
 from .emit import emit_ptx, llvm_text
 from .lower_module import lower_to_llvm
 from .occupancy import raise_occupancy
-from .ptxas import PtxasError, assemble, find_ptxas
+from .ptxas import PtxasError, PtxasInfo, assemble, find_ptxas
 
 #: Version of the metadata layout written by `CompiledKernel.to_json`.
 METADATA_VERSION = 1
@@ -229,6 +229,16 @@ def _has_dots(module: Module) -> bool:
     return any(isinstance(op, DotOp) for f in module.functions for op in f.walk())
 
 
+def assemble_at(ptx: str, arch: str, loc: Location | None) -> tuple[bytes, PtxasInfo]:
+    """`assemble`, with ptxas's refusal of too many parameters as E0703 at the kernel `loc`
+    (anything else as ptxas said it)."""
+    try:
+        return assemble(ptx, arch)
+    except PtxasError as exc:
+        check_parameter_space(str(exc), arch, loc)
+        raise
+
+
 def compile_module(
     module: Module,
     options: CompileOptions | None = None,
@@ -287,11 +297,7 @@ def compile_module(
     )
     if assemble_cubin and find_ptxas() is not None:
         start = time.perf_counter()
-        try:
-            cubin, info = assemble(ptx, arch)
-        except PtxasError as exc:
-            check_parameter_space(str(exc), arch, f.loc)  # (located, E0703; anything else as ptxas said)
-            raise
+        cubin, info = assemble_at(ptx, arch, f.loc)
         if not _has_dots(module):  # (their register tiles are sized by their configurations)
             better = raise_occupancy(ptx, info, warps, kernel.shared_bytes, arch)
             if better is not None:
@@ -327,5 +333,5 @@ def compile(  # noqa: A001 - the name the contract gives it
     return compiled
 
 
-__all__ = ["CompiledKernel", "PtxasError", "compile", "compile_module", "frontend", "frontend_module",
+__all__ = ["CompiledKernel", "PtxasError", "assemble_at", "compile", "compile_module", "frontend", "frontend_module",
            "located_errors"]
