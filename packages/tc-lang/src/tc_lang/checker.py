@@ -16,7 +16,8 @@ Decisions worth knowing (see also builtins.py):
   v to that shape.
 - Kernel parameters are scalars or pointers; __device__ helpers may take and return tiles.
 
-Codes: E03xx names, E04xx types, E05xx shapes (E02xx for misplaced break/continue).
+Codes: E03xx names, E04xx types, E05xx shapes (E02xx for misplaced break/continue). Warnings
+(W03xx: what C compilers warn about, compiled as the GPU computes it) go to the unit's `warnings`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from .builtins import (
     is_builtin,
     math_result,
 )
-from .diagnostics import Category, Diagnostic, Location, error_for
+from .diagnostics import Category, Diagnostic, Location, Severity, error_for
+from .printer import to_source
 from .rules import (
     TILE_GRANULE,
     RuleError,
@@ -139,6 +141,7 @@ class Checker:
     def __init__(self, unit: ast.TranslationUnit) -> None:
         self.unit = unit
         self.diags: list[Diagnostic] = []
+        self.warnings: list[Diagnostic] = []
         self.scopes: list[dict[str, Symbol]] = []
         self.signatures: dict[str, Signature] = {}
         self.calls: dict[str, list[tuple[str, Location]]] = {}
@@ -156,6 +159,12 @@ class Checker:
         self.diags.append(
             Diagnostic(category, code, message, loc, hint=hint,
                        source_line=self.unit.source_line(loc))
+        )
+
+    def warn(self, code: str, message: str, loc: Location, hint: str | None = None) -> None:
+        self.warnings.append(
+            Diagnostic(Category.TYPE, code, message, loc, Severity.WARNING, hint,
+                       self.unit.source_line(loc))
         )
 
     def type_error(self, code: str, message: str, loc: Location, hint: str | None = None) -> None:
@@ -210,7 +219,9 @@ class Checker:
         self.check_recursion()
         if self.diags:
             raise error_for(self.diags)
-        return attrs.evolve(self.unit, functions=functions)
+        # (dict: once each, as dimensions and signatures are checked more than once)
+        warnings = tuple(dict.fromkeys([*self.unit.warnings, *self.warnings]))
+        return attrs.evolve(self.unit, functions=functions, warnings=warnings)
 
     def collect_signature(self, f: ast.FunctionDef) -> None:
         if f.name in self.signatures:
@@ -308,10 +319,11 @@ class Checker:
 
     def constant_int(self, e: ast.Expr, what: str, *, report: bool = True) -> int | None:
         """The value of an integer constant expression (with a diagnostic when it is not one)."""
-        saved = len(self.diags)
+        saved, warned = len(self.diags), len(self.warnings)
         checked = self.expr(e)
         if not report:
             del self.diags[saved:]
+            del self.warnings[warned:]
         if checked.ty is None:
             return None
         el = element_of(checked.ty)
@@ -705,6 +717,9 @@ class Checker:
                     const = consts.unary(op, operand.const, rel)
                 except consts.FoldError:
                     const = None
+                if const is not None and consts.unary_overflow(op, operand.const, rel):
+                    self.warn("W0301", f"integer overflow in a constant expression: -({operand.const}) "
+                              f"does not fit in {_q(rel)} (folded to {const})", e.loc)
         return self.typed(new, rt, const)
 
     def assignable(self, target: ast.Expr, loc: Location, op: str) -> bool:
@@ -790,7 +805,31 @@ class Checker:
                 except consts.FoldError as err:
                     self.type_error("E0410", str(err), e.loc)
                     return self.typed(new, None)
+                if consts.signed_overflow(e.op, left.const, right.const, oe):
+                    self.warn("W0301", f"integer overflow in a constant expression: {left.const} "
+                              f"{e.op} {right.const} does not fit in {_q(oe)} (folded to {const})",
+                              e.loc, hint=_overflow_hint(oe))
+        elif e.op in ("<<", ">>") and right.const is not None:
+            self.check_shift_count(e.op, right, operand, e.loc, left=e.left)
         return self.typed(new, res, const)
+
+    def check_shift_count(self, op: str, count: ast.Expr, operand: Type, loc: Location, *,
+                          left: ast.Expr | None = None) -> None:
+        """Warn of a constant shift count that C leaves undefined for a left operand that is not
+        constant (a constant one is folded, and refused: E0410); the code is not changed."""
+        el = element_of(operand)
+        if not isinstance(el, ScalarType) or not el.is_integer or isinstance(count.ty, TileType):
+            return
+        n = int(count.const)  # type: ignore[arg-type]
+        if n < 0:
+            self.warn("W0302", f"negative shift count {n} for '{op}'", loc,
+                      hint="the result is undefined in C")
+        elif n >= el.bits:
+            hint = "the result is undefined in C"
+            if n < 64 and el.bits < 64 and left is not None:  # (not for `x <<= n`: x keeps its type)
+                hint += f"; convert to a 64-bit type first: ((long) {to_source(left)}) {op} {n}"
+            self.warn("W0302", f"shift count {n} >= width of type {_q(el)} ({el.bits} bits) for "
+                      f"'{op}'", loc, hint=hint)
 
     def x_Assign(self, e: ast.Assign) -> ast.Expr:
         outer, self.store_target = self.store_target, e.target if e.op == "=" else None
@@ -819,6 +858,8 @@ class Checker:
             else:
                 self.type_error("E0401", str(err), e.loc)
             return self.typed(new, None)
+        if op in ("<<", ">>") and value.const is not None:
+            self.check_shift_count(op, value, res, e.loc)
         probe = self.typed(value, res)
         if not self.convertible(probe, tt, self._target_name(target), e.loc):
             return self.typed(new, None)
@@ -1267,6 +1308,13 @@ class Checker:
                 return None
             el = ae if el is None else common_scalar(el, ae)
         return el
+
+
+def _overflow_hint(t: ScalarType) -> str | None:
+    """How to compute a constant without the overflow: in a wider type, or unsigned."""
+    if t.bits < 64:
+        return "the value wraps around; compute in a wider type to keep it (e.g. an 'L' suffix)"
+    return "the value wraps around; use unsigned arithmetic (a 'u' suffix) if that is intended"
 
 
 def _is_void_ptr(p: PointerType) -> bool:

@@ -95,36 +95,52 @@ def binary(op: str, a: Const, b: Const, operand: ScalarType, result: ScalarType)
         else:
             raise FoldError(f"operator '{op}' on floats")
         return round_float(r, result)
-    ix, iy = int(x), int(y)
+    return wrap_int(_int_result(op, int(x), int(y), operand), result)
+
+
+def _int_result(op: str, ix: int, iy: int, operand: ScalarType) -> int:
+    """The true (unwrapped) value of `ix op iy` on integers of type `operand`."""
     if op == "+":
-        r_int = ix + iy
-    elif op == "-":
-        r_int = ix - iy
-    elif op == "*":
-        r_int = ix * iy
-    elif op in ("/", "%"):
+        return ix + iy
+    if op == "-":
+        return ix - iy
+    if op == "*":
+        return ix * iy
+    if op in ("/", "%"):
         if iy == 0:
             raise FoldError("division by zero in a constant expression")
         q = abs(ix) // abs(iy)
         if (ix < 0) != (iy < 0):
             q = -q
-        r_int = q if op == "/" else ix - q * iy
-    elif op == "&":
-        r_int = ix & iy
-    elif op == "|":
-        r_int = ix | iy
-    elif op == "^":
-        r_int = ix ^ iy
-    elif op in ("<<", ">>"):
+        return q if op == "/" else ix - q * iy
+    if op == "&":
+        return ix & iy
+    if op == "|":
+        return ix | iy
+    if op == "^":
+        return ix ^ iy
+    if op in ("<<", ">>"):
         if iy < 0 or iy >= operand.bits:
             raise FoldError(f"shift by {iy} is out of range for '{operand}'")
-        if op == "<<":
-            r_int = ix << iy
-        else:
-            r_int = ix >> iy  # arithmetic for signed (Python ints), logical for unsigned (>= 0)
-    else:
-        raise FoldError(f"operator '{op}'")
-    return wrap_int(r_int, result)
+        # (>>: arithmetic for signed (Python ints), logical for unsigned (>= 0))
+        return ix << iy if op == "<<" else ix >> iy
+    raise FoldError(f"operator '{op}'")
+
+
+def signed_overflow(op: str, a: Const, b: Const, operand: ScalarType) -> bool:
+    """Whether `a op b` computed in signed integer type `operand` has a true value outside the
+    type's range: undefined in C (compilers warn), folded to the wrapped value the GPU computes.
+    Unsigned arithmetic wraps by definition. A left shift into the sign bit (`1 << 31`) is not
+    counted, as GCC and Clang accept it silently."""
+    if not operand.is_integer or operand.is_bool or not operand.is_signed or \
+            op not in ("+", "-", "*", "/", "%", "<<"):
+        return False
+    x, y = int(convert(a, operand)), int(convert(b, operand))
+    r = _int_result(op, x, y, operand)
+    top = 1 << (operand.bits - 1)
+    if op == "<<" and x >= 0:
+        return r >= 2 * top
+    return not -top <= r < top
 
 
 def unary(op: str, a: Const, t: ScalarType) -> Const:
@@ -139,6 +155,13 @@ def unary(op: str, a: Const, t: ScalarType) -> Const:
     if op == "~":
         return wrap_int(~int(v), t)
     raise FoldError(f"operator '{op}'")
+
+
+def unary_overflow(op: str, a: Const, t: ScalarType) -> bool:
+    """Whether `op a` in signed integer type `t` overflows: only `-` of the most negative value."""
+    if op != "-" or not t.is_integer or t.is_bool or not t.is_signed:
+        return False
+    return int(convert(a, t)) == -(1 << (t.bits - 1))
 
 
 _PACK = {16: "e", 32: "f", 64: "d"}

@@ -12,6 +12,7 @@ from typing import ParamSpec, TypeVar
 
 from . import ast
 from .checker import check as _check
+from .deep import run_deep
 from .diagnostics import Category, Diagnostic, Location, TcCompileError, TcSyntaxError
 from .parser import parse as _parse
 from .preprocessor import ArgumentTypeError, DefineValue, Preprocessed
@@ -92,7 +93,7 @@ def parse(
 @guarded
 def check(unit: ast.TranslationUnit) -> ast.TranslationUnit:
     """Type- and shape-check a unit; returns the typed tree (see tc_lang.checker)."""
-    return _check(unit)
+    return run_deep(unit, _check, unit)
 
 
 @guarded
@@ -105,4 +106,5 @@ def frontend(
 ) -> ast.TranslationUnit:
     """preprocess + parse + check: source text to the typed AST."""
     pre = _preprocess(source, defines, filename=filename, include_dirs=include_dirs)
-    return _check(_parse(pre, filename=filename))
+    unit = _parse(pre, filename=filename)
+    return run_deep(unit, _check, unit)  # (a flat sum of 2000 terms is a tree 2000 deep)

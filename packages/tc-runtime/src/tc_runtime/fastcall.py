@@ -19,14 +19,16 @@ wrapper takes (see the launch snippets below).
 Anything it does not handle takes the general path with the same arguments (pointers given as
 tensors may arrive there as their addresses, which it treats the same), so errors, compiling,
 tuning, other threads, several devices, odd grids and stream objects behave exactly as there:
-a wrong argument count, a key seen for the first time, pointer arguments that are neither ints nor
-have a `data_ptr()` giving one (or have no `dtype` or `is_cuda`, or elements of another type
-than the pointer's, or are in host memory), pointers that are not 16-byte aligned, a grid that
-is not a tuple of 1..3 valid ints, a stream that is neither None nor an int, several GPUs in use,
-and values `struct` cannot pack. A call from a thread other than the one that built the variant
-launches through a record of its own (`thread_record`: a packer with buffers of its own, made on
-the thread's first call; a kernel's backward pass runs on torch's autograd thread), up to
-THREAD_RECORDS of them per kernel; beyond, such calls take the general path, which locks.
+a wrong argument count, keywords other than grid and stream (`**unknown`: the general path
+names the kernel, where Python's own error named the entry), a key seen for the first time,
+pointer arguments that are neither ints nor have a `data_ptr()` giving one (or have no `dtype`
+or `is_cuda`, or elements of another type than the pointer's, or are in host memory), pointers
+that are not 16-byte aligned, a grid that is not a tuple of 1..3 valid ints, a stream that is
+neither None nor an int, several GPUs in use, and values `struct` cannot pack. A call from a
+thread other than the one that built the variant launches through a record of its own
+(`thread_record`: a packer with buffers of its own, made on the thread's first call; a kernel's
+backward pass runs on torch's autograd thread), up to THREAD_RECORDS of them per kernel; beyond,
+such calls take the general path, which locks.
 
 `tools/bench_launch_host.py` times the entry per call form against a no-op driver.
 """
@@ -126,7 +128,7 @@ def thread_record(record: tuple[Any, ...], pack_into_of: Callable[[Any], Callabl
 
 
 _TEMPLATE = '''
-def entry({params}*rest, grid=None, stream=None):
+def entry({params}*rest, grid=None, stream=None, **unknown):
     \"\"\"Launch the kernel: k(*args, grid=..., stream=None) (see tc_runtime.Kernel).\"\"\"
 {addresses}    try:
 {alignment}
@@ -134,8 +136,8 @@ def entry({params}*rest, grid=None, stream=None):
         r = table[k]
     except Exception:
         r = None
-    if r is None or rest{missing} or drv._several:
-        return fallback({names_tuple}, rest, grid, stream)
+    if r is None or rest{missing} or unknown or drv._several:
+        return fallback({names_tuple}, rest, grid, stream, unknown)
     {fields} = r
     if type(grid) is not tuple:
         if not callable(grid):
@@ -280,7 +282,7 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
                      f"        except Exception:\n"
                      f"            ok = False\n"
                      f"        if not ok:\n"
-                     f"            return fallback({names_tuple}, rest, grid, stream)\n")
+                     f"            return fallback({names_tuple}, rest, grid, stream, unknown)\n")
         alignment = (f"        if ({' | '.join(f'a{i}' for i in ptrs)}) & 15:\n"
                      f"            raise TypeError('a pointer not 16-byte aligned')")
     if sig.multiples:  # (values the kernel declares multiples of: the general path names a bad one)
@@ -301,14 +303,15 @@ def make_entry(sig: Signature, extra: list[int], table: Mapping[Any, tuple[Any, 
         launch=_LAUNCH_CTYPES if ctypes_backend else _LAUNCH_CUDA_PYTHON)
 
     def fallback(given: tuple[object, ...], rest: tuple[object, ...], grid: object,
-                 stream: object) -> None:
+                 stream: object, unknown: dict[str, object]) -> None:
         """The general path with the caller's arguments (MISSING ones dropped), where their count
-        is not known to be right yet (past that, the entry calls `general` directly)."""
+        is not known to be right yet (past that, the entry calls `general` directly), and any
+        keywords other than grid and stream (which it refuses, naming the kernel)."""
         if rest:
             given += rest
         elif given and given[-1] is MISSING:
             given = tuple(a for a in given if a is not MISSING)
-        return general(*given, grid=grid, stream=stream)
+        return general(*given, grid=grid, stream=stream, **unknown)
 
     adopted: dict[tuple[int, Any], tuple[Any, ...]] = {}
 

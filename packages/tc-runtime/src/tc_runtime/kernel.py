@@ -388,8 +388,11 @@ class Kernel(functools.partial[None]):
         """What a call of the kernel runs: `_call`, or the generated entry (tools time it)."""
         return self.func
 
-    def _call(self, *args: object, grid: object = None, stream: object = None) -> None:
+    def _call(self, *args: object, grid: object = None, stream: object = None,
+              **unknown: object) -> None:
         """The general launch path: any arguments, grid and stream; the slow path from here."""
+        if unknown:
+            raise self._unknown_keywords(unknown)
         if grid is None:
             raise TypeError(f"launching '{self.name or 'kernel'}' needs a grid: "
                             f"k(*args, grid=lambda opt: (...,))")
@@ -423,6 +426,22 @@ class Kernel(functools.partial[None]):
         elif type(stream) is not int:
             stream = _stream_handle(stream)
         run(args, gx, gy, gz, stream)  # type: ignore[arg-type]
+
+    def _unknown_keywords(self, unknown: Mapping[str, object]) -> TypeError:
+        """The error of a launch given keywords other than grid= and stream= (a misspelt `grid`,
+        an argument by its name): naming the kernel, not the Python function that got them."""
+        try:
+            sig = self.cpu_signature() if self._device is None else (
+                self._signature or self._resolve_signature())
+            name, params, arguments = sig.kernel, sig.names, f" {sig.describe()}"
+        except Exception:  # (a source that does not compile: its own error comes at a launch)
+            name, params, arguments = self.name or "kernel", [], ""
+        bad = ", ".join(f"'{k}'" for k in unknown)
+        by_name = ", ".join(f"'{k}'" for k in unknown if k in params)
+        return TypeError(
+            f"kernel '{name}' got an unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
+            f"{bad}: a launch takes the kernel's arguments{arguments} by position and accepts only "
+            f"the keywords 'grid' and 'stream'" + (f"; pass {by_name} by position" if by_name else ""))
 
     def _grid(self, grid: tuple[object, ...], v: Variant) -> tuple[int, int, int]:
         """A grid tuple other than one valid int: 2-D and 3-D tuples of valid ints cheaply,

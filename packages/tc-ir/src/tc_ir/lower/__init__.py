@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tc_lang import ast as A
 from tc_lang import types as C
+from tc_lang.deep import run_deep
 from tc_lang.diagnostics import TcCompileError, with_source_lines
 
 from ..ops import Block, Function, Module
@@ -34,7 +35,7 @@ def lower(unit: A.TranslationUnit, kernel: str | None = None, *, verify: bool | 
     if kernel is not None and not isinstance(kernel, str):
         raise TypeError(f"lower()'s kernel is the name of a __global__ function (a str), not {type(kernel).__name__}")
     try:
-        return _lower(unit, kernel, verify)
+        return run_deep(unit, _lower, unit, kernel, verify)  # (a flat sum of 2000 terms is deep)
     except TcCompileError as e:
         raise with_source_lines(e, unit.source_line) from None
 

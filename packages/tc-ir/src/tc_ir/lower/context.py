@@ -120,7 +120,11 @@ class Lowerer:
         from .statements import lower_stmt
 
         with self.b.location(s.loc if s.loc.line > 0 else None):
-            lower_stmt(self, s)
+            try:
+                lower_stmt(self, s)
+            except RecursionError:  # (at the innermost statement: the one too deep, not the kernel)
+                self.fail("this statement is nested too deeply to compile", s.loc,
+                          hint="split long expressions into several statements")
 
     def stmts(self, items: tuple[A.Stmt, ...] | list[A.Stmt]) -> None:
         from .control import lower_stmt_list
