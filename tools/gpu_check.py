@@ -21,7 +21,8 @@ Sections (each guarded, so one failure still prints the table):
      torch pooled over fresh processes, each tuning anew; about 4 minutes) and `matmul ragged`
      (bench_matmul_backward.py at 4104^3, 4100^3 and 4095^3: leading dimensions not multiples of 16;
      then bench_matmul_sweep.py at RAGGED_SQUARES) and `matmul padded` (tools/bench_matmul_padded.py:
-     the padding copies' host and GPU time)
+     the padding copies' host and GPU time) and `fuzz` (tools/fuzz_kernels.py: 1000 random kernels
+     on the GPU against the interpreter, about a minute with 14 workers)
 The markdown table is printed LAST. When $OUT is set, it gets gpu_check.md (the table),
 gpu_check.log and gpu_check_logs.tar.gz (every section's logs, plots and tables). Set TC_GIT_COMMIT (or
 write a COMMIT file in the repository root) to have the commit in the table.
@@ -519,6 +520,22 @@ def backward_products(r: Report, shapes: str, label: str, rounds: int, extra: tu
 RAGGED_SQUARES = "2056,2100,2500,3000,3001,4104,4100,5000,7000"
 
 
+def fuzz(r: Report) -> None:
+    """Random kernels on the GPU against the interpreter (tools/fuzz_kernels.py), seeds beyond
+    the 300 of the pytest section."""
+    workers = os.environ.get("TC_GPU_CHECK_WORKERS", "8")
+    cmd = [sys.executable, str(ROOT / "tools" / "fuzz_kernels.py"), "300:1300", "--workers", workers]
+    if OUT is not None:
+        cmd += ["--keep", str(OUT / "fuzz")]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    text = proc.stdout + proc.stderr
+    r.say(text[-6000:])
+    total = re.search(r"^all\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", text, re.M)
+    detail = (f"{total[1]} ok, {total[2]} declined, {total[3]} crashed, {total[4]} mismatched" if total
+              else "(no summary)")
+    r.check("fuzz: random kernels vs interpreter", proc.returncode == 0, detail)
+
+
 def matmul_ragged(r: Report) -> None:
     """tc_torch.matmul at squares whose leading dimensions are 8 mod 16 (4104: 16-byte rows, the
     divisible_by_8 specialization), 4 mod 8 (4100) and odd (4095), float16 and tf32, against torch
@@ -728,7 +745,8 @@ def table(r: Report) -> str:
 
 
 #: Sections that run only when named on the command line (gpu_check.py "matmul pooled").
-EXPLICIT_SECTIONS: list[tuple[str, Callable[[Report], None]]] = [("matmul pooled", matmul_pooled),
+EXPLICIT_SECTIONS: list[tuple[str, Callable[[Report], None]]] = [("fuzz", fuzz),
+                                                                   ("matmul pooled", matmul_pooled),
                                                                    ("matmul ragged", matmul_ragged),
                                                                    ("matmul padded", matmul_padded)]
 

@@ -90,7 +90,34 @@ def test_the_pooled_section_reports_each_products_pooled_ratio(
                                "tc / torch 1.004 (0.985-1.020) over 27 rounds; 2 of 3 runs at least 1.0; "
                                "tuner chose 128x256x64/8/4 (2x); 256x128x64/8/3 (1x)")]
     # only when named: not among the sections a bare `gpu_check.py` runs
-    assert [name for name, _ in gpu_check.EXPLICIT_SECTIONS] == ["matmul pooled", "matmul ragged", "matmul padded"]
+    assert [name for name, _ in gpu_check.EXPLICIT_SECTIONS] == ["fuzz", "matmul pooled", "matmul ragged",
+                                                                 "matmul padded"]
+
+
+@pytest.mark.parametrize("code, result, summary", [
+    (0, "PASS", "1000 ok, 0 declined, 0 crashed, 0 mismatched"),
+    (1, "FAIL", "997 ok, 1 declined, 0 crashed, 2 mismatched")])
+def test_the_fuzz_section_reports_the_outcomes_of_the_random_kernels(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, code: int, result: str, summary: str) -> None:
+    import subprocess
+    from typing import Any
+
+    seen: list[list[str]] = []
+    counts = [int(w) for w in summary.replace(",", "").split() if w.isdigit()]
+
+    def fake_run(cmd: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        table = "feature  ok  refused  crash  mismatch\nall " + " ".join(map(str, counts)) + "\n"
+        return subprocess.CompletedProcess(cmd, code, table, "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(gpu_check, "OUT", tmp_path)
+    report = gpu_check.Report()
+    gpu_check.fuzz(report)
+    (cmd,) = seen
+    assert cmd[1].endswith("fuzz_kernels.py") and cmd[2] == "300:1300"
+    assert cmd[cmd.index("--keep") + 1] == str(tmp_path / "fuzz")
+    assert report.checks == [("fuzz: random kernels vs interpreter", result, summary)]
 
 
 def test_the_ragged_section_times_leading_dimensions_not_multiples_of_16(

@@ -8,6 +8,8 @@ import threading
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from .ptx_fixups import fix_ptx
+
 _init_lock = threading.Lock()
 _initialized = False
 
@@ -80,10 +82,11 @@ def optimize(text: str, arch: str) -> llvm.ModuleRef:
 
 
 def emit_ptx(module: ir.Module | str, arch: str = "sm_90", num_warps: int | None = None) -> str:
-    """PTX for `arch` of an llvmlite module (or LLVM IR text), optimised at O3."""
+    """PTX for `arch` of an llvmlite module (or LLVM IR text), optimised at O3, with the rewrites
+    of tc_nvptx.ptx_fixups that keep ptxas from miscompiling it."""
     text = module if isinstance(module, str) else llvm_text(module, num_warps)
     mod = optimize(text, arch)
-    return str(target_machine(arch).emit_assembly(mod))
+    return fix_ptx(str(target_machine(arch).emit_assembly(mod)))
 
 
 def optimized_llvm(module: ir.Module | str, arch: str = "sm_90", num_warps: int | None = None) -> str:
