@@ -1,7 +1,8 @@
 """Differential fuzzing: random Triton-C kernels on the GPU against the CPU interpreter.
 
-    python3 tools/fuzz_kernels.py 0:2000 [--workers 8] [--keep DIR]   # GPU vs interpreter
-    python3 tools/fuzz_kernels.py 0:200 --compile-only               # no GPU: compile + ptxas
+    python3 tools/fuzz_kernels.py 0:2000 [--workers 8] [--keep DIR [--reduce]] [--wide]
+                                                                     # GPU vs interpreter
+    python3 tools/fuzz_kernels.py 0:200 --compile-only [--arch sm_80] # no GPU: compile + ptxas
 
 Each seed is one kernel of packages/tc-nvptx/tests/random_kernels.py (its docstring says what
 they contain). A seed ends as `ok`, `refused` (a located TcCompileError: a kernel the compiler
@@ -33,18 +34,19 @@ def _setup() -> None:
         sys.path.insert(0, str(TESTS))
 
 
-def run_seed(seed: int, gpu: bool) -> tuple[int, str, str, tuple[str, ...], float]:
+def run_seed(seed: int, gpu: bool, arch: str = "sm_90", wide: bool = False
+             ) -> tuple[int, str, str, tuple[str, ...], float]:
     """(seed, outcome, message, features, seconds) of one random kernel."""
     _setup()
     import random_kernels as rk
 
     start = time.perf_counter()
-    program = rk.generate(seed)
-    outcome, message = _outcome(program, gpu)
+    program = rk.generate(seed, wide)
+    outcome, message = _outcome(program, gpu, arch)
     return seed, outcome, message, program.features, time.perf_counter() - start
 
 
-def _outcome(program: Any, gpu: bool) -> tuple[str, str]:
+def _outcome(program: Any, gpu: bool, arch: str = "sm_90") -> tuple[str, str]:
     """(outcome, message) of `program` (see run_seed)."""
     import random_kernels as rk
     from tc_lang import TcCompileError
@@ -54,7 +56,7 @@ def _outcome(program: Any, gpu: bool) -> tuple[str, str]:
         want = rk.interpret(program)
         stage = "GPU" if gpu else "compiler"
         if not gpu:
-            rk.compile_for(program)
+            rk.compile_for(program, arch)
             return "ok", ""
         problems = rk.compare(program, want, rk.run_gpu(program))
         return ("mismatch" if problems else "ok"), "\n".join(problems)
@@ -64,7 +66,7 @@ def _outcome(program: Any, gpu: bool) -> tuple[str, str]:
         return "crash", f"{stage}: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
 
 
-def reduce_source(seed: int, gpu: bool) -> str:
+def reduce_source(seed: int, gpu: bool, wide: bool = False) -> str:
     """The failing kernel of `seed` with every line removed whose removal keeps it failing the
     same way (a crash stays a crash, a mismatch a mismatch): a short reproduction."""
     _setup()
@@ -72,7 +74,7 @@ def reduce_source(seed: int, gpu: bool) -> str:
 
     import random_kernels as rk
 
-    program = rk.generate(seed)
+    program = rk.generate(seed, wide)
     want, _ = _outcome(program, gpu)
     lines = program.source.splitlines()
     first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("bool mask")) + 1
@@ -93,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("seeds", help="A:B, the seeds A..B-1, or a list S,S,...")
     ap.add_argument("--compile-only", action="store_true", help="no GPU: compile and assemble only")
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--arch", default="sm_90", help="with --compile-only: the target (sm_80 takes mma.sync)")
+    ap.add_argument("--wide", action="store_true",
+                    help="wide kernels: also helpers, while loops, early returns, more atomics and dots")
     ap.add_argument("--keep", type=Path, help="folder for the failing kernels")
     ap.add_argument("--reduce", action="store_true",
                     help="also write each failing kernel cut down to the lines it needs (fuzz-SEED.min.tc)")
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        futures = [pool.submit(run_seed, s, not args.compile_only) for s in seeds]
+        futures = [pool.submit(run_seed, s, not args.compile_only, args.arch, args.wide) for s in seeds]
         for fut in cf.as_completed(futures):
             seed, outcome, message, features, seconds = fut.result()
             counts[outcome] += 1
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.keep:
                     args.keep.mkdir(parents=True, exist_ok=True)
                     (args.keep / f"fuzz-{seed}.tc").write_text(
-                        rk.generate(seed).source + "/* " + message.replace("*/", "* /") + " */\n")
+                        rk.generate(seed, args.wide).source + "/* " + message.replace("*/", "* /") + " */\n")
     outcomes = ["ok", "refused", "crash", "mismatch"]
     print(f"\n{'feature':<12}" + "".join(f"{o:>10}" for o in outcomes))
     for f in sorted(by_feature):
@@ -134,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         print("failing seeds: " + " ".join(map(str, sorted(failed))))
     if failed and args.reduce and args.keep:
         with cf.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-            reduced = pool.map(reduce_source, failed, [not args.compile_only] * len(failed))
+            reduced = pool.map(reduce_source, failed, [not args.compile_only] * len(failed),
+                               [args.wide] * len(failed))
             for seed, source in zip(failed, reduced):
                 (args.keep / f"fuzz-{seed}.min.tc").write_text(source)
                 print(f"\n== seed {seed}, reduced:\n{source}")

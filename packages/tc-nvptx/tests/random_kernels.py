@@ -105,8 +105,10 @@ DIMS = {"mn": "[TM, TN]", "nm": "[TN, TM]", "m": "[TM]", "n": "[TN]", "s": ""}
 class _Generator:
     """The state of one kernel being written: the values it has named and its statements."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, wide: bool = False) -> None:
         self.rng = random.Random(seed)
+        self.wide = wide
+        self.helpers: list[str] = []
         self.vars: list[Var] = []
         self.lines: list[str] = []
         self.features: set[str] = set()
@@ -255,6 +257,9 @@ class _Generator:
         return v
 
     def statement(self) -> None:
+        if self.wide and self.rng.random() < 0.3:
+            self.wide_statement()
+            return
         r = self.rng.random()
         if r < 0.5:
             self.define(self.rng.choice(["mn", "mn", "m", "n", "s"]), self.rng.randint(1, 3))
@@ -331,6 +336,54 @@ class _Generator:
         exact = v.exact and a.exact and b.exact and (v.ty != "half" or a.ty == b.ty == "half")
         self.vars[-1] = Var(v.name, v.kind, v.ty, exact)
 
+    # ------------------------------------------------------------ the wide kernels' statements
+    def wide_statement(self) -> None:
+        """One of the constructs only wide kernels have (see `generate`)."""
+        if self.rng.random() < 0.5 and (v := self.pick(("mn",))):
+            self.helper(v)
+        else:
+            self.while_loop()
+
+    def helper(self, v: Var) -> None:
+        """A `__device__` function of a tile and a row vector, called once (inlined)."""
+        self.features.add("helper")
+        rows = [u for u in self.vars if u.kind == "n" and (u.ty in INTS) == (v.ty in INTS)]
+        u = self.rng.choice(rows) if rows else Var("y0", "n", v.ty, v.exact)
+        if (u.ty in INTS) != (v.ty in INTS):  # (no float -> int conversion of a sum out of range)
+            u = Var(f"(({v.ty}[TN]) 1)", "n", v.ty, True)
+        name = f"h{len(self.helpers)}"
+        op = self.rng.choice(["+", "-", "*"])
+        self.helpers.append(f"__device__ {v.ty}[TM, TN] {name}({v.ty} x[TM, TN], {u.ty} y[TN]) {{\n"
+                            f"  return ({v.ty}) (x {op} y[newaxis, :]);\n}}")
+        out = Var(self.fresh(), "mn", v.ty, v.exact and u.exact and not (v.ty == "half" and u.ty != "half"))
+        self.lines.append(f"  {v.ty} {out.name}[TM, TN] = {name}({v.name}, {u.name});")
+        self.vars.append(out)
+
+    def while_loop(self) -> None:
+        """A tile updated in `while (1)` with `continue` and `break` on a counter."""
+        self.features.add("while")
+        v = self.define("mn", 1)
+        w = f"w{self.counter}"
+        limit = self.rng.choice(["3", "2 + (pm % 3)", "N % 4"])
+        update = (f"{v.name} = ({v.name} ^ ({v.name} << 1)) + {w}" if v.ty in INTS else
+                  f"{v.name} = {v.name} * 0.5f + {w}")
+        self.lines += [f"  int {w} = 0;", "  while (1) {", f"    {w}++;", f"    if ({w} % 3 == 0) continue;",
+                       f"    {update};", f"    if ({w} > {limit}) break;", "  }"]
+
+    def dot_wide(self) -> None:
+        """C = X @ Y as `dot`, of char operands into int (exact), or half ones into half or float."""
+        self.features.add("dot")
+        ty = self.rng.choice(["char", "half"])
+        acc = "int" if ty == "char" else self.rng.choice(["float", "half"])
+        self.lines.append("  int rk[TK] = 0 ... TK;")
+        self.lines.append(f"  {ty} dx[TM, TK] = ({ty}) *?((rm[:, newaxis] < M) && (rk[newaxis, :] < N))"
+                          "(a + rm[:, newaxis] * N + rk[newaxis, :]);")
+        self.lines.append(f"  {ty} dy[TK, TN] = ({ty}) *?((rk[:, newaxis] < M) && (rn[newaxis, :] < N))"
+                          "(a + rk[:, newaxis] * N + rn[newaxis, :]);")
+        v = Var(self.fresh(), "mn", acc, ty == "char")
+        self.lines.append(f"  {acc} {v.name}[TM, TN] = dx @ dy;")
+        self.vars.append(v)
+
     def dot(self) -> None:
         """C = X @ Y with X [TM, TK] from A's rows and Y [TK, TN] from A's columns."""
         self.features.add("dot")
@@ -345,9 +398,12 @@ class _Generator:
         self.vars.append(v)
 
 
-def generate(seed: int) -> Program:
-    """The random kernel of `seed` (the same program on every machine and Python)."""
-    g = _Generator(seed)
+def generate(seed: int, wide: bool = False) -> Program:
+    """The random kernel of `seed` (the same program on every machine and Python). `wide` kernels
+    also have `__device__` helpers, `while` loops with `continue` and `break`, an early
+    `return`, atomic max and min, and dots of char operands into int or of half ones into half,
+    with K up to 64 (the plain kernels of a seed stay as they were)."""
+    g = _Generator(seed, wide)
     rng = g.rng
     tm, tn = rng.choice(SHAPES)
     num_warps = rng.choice([1, 2, 4, 4, 8])
@@ -359,15 +415,23 @@ def generate(seed: int) -> Program:
     ts = rng.choice(["int", "float"])
     M = rng.randint(1, 3 * tm - 1) if rng.random() < 0.8 else 3 * tm + 1
     N = rng.randint(1, 3 * tn - 1) if rng.random() < 0.8 else tn + 3
-    if use_dot:
+    wide_dot = wide and not use_dot and tm >= 16 and tn >= 16 and tm * tn <= 128 * 128 and rng.random() < 0.3
+    if wide_dot:
+        tk = rng.choice([16, 32, 64])
+    if use_dot or wide_dot:
         M, N = max(M, tk), max(N, tk)  # the dot's K extent (TK) reads within A
     grid = (math.ceil(M / tm), math.ceil(N / tn))
     g.vars = [Var("x0", "mn", ta, True), Var("y0", "n", tb, True), Var("z0", "m", tc, True),
               Var("s", "s", ts, True), Var("pm", "s", "int", True), Var("pn", "s", "int", True)]
     if use_dot:
         g.dot()
+    if wide_dot:
+        g.dot_wide()
     for _ in range(rng.randint(2, 7)):
         g.statement()
+    if wide and rng.random() < 0.3:  # one program stores nothing (its outputs stay 0 on both sides)
+        g.features.add("return")
+        g.lines.append("  if (pm == 1 && pn == 0) return;")
     result = g.define("mn", 2)
     vec_m = g.define("m", 2)
     vec_n = g.define("n", 2)
@@ -379,12 +443,13 @@ def generate(seed: int) -> Program:
     body = list(g.lines)
     body.append(f"  {scalar_ty} total = {scalar_src.name}[{red}, {red}];")
     atomic = result.ty == "int" and rng.random() < 0.5
+    atomic_op = rng.choice(["add", "max", "min"]) if wide and atomic else "add"
     flat = g.flat
     out_types = {"out": result.ty, "outm": vec_m.ty, "outn": vec_n.ty, "outs": scalar_ty,
                  "outf": flat.ty if flat else "int", "outa": "int"}
     params = ", ".join(f"{t}* {n}" for n, t in out_types.items())
     source_lines = [
-        f"#define TM {tm}", f"#define TN {tn}", f"#define TK {tk}", f"#define TA {ta}",
+        f"#define TM {tm}", f"#define TN {tn}", f"#define TK {tk}", f"#define TA {ta}", *g.helpers,
         f"__global__ void fuzz({params}, {ta}* a, {tb}* b, {tc}* c, int M, int N, int GN, {ts} s) {{",
         "  int pm = get_program_id(0);",
         "  int pn = get_program_id(1);",
@@ -405,7 +470,8 @@ def generate(seed: int) -> Program:
         source_lines.append("  *(outf + prog * (TM * TN) + (0 ... (TM * TN))) = flat;")
     if atomic:
         g.features.add("atomic")
-        source_lines.append(f"  atomic_add(outa + rn, {result.name}[+, :], rn < N);")
+        red_op = {"add": "+"}.get(atomic_op, atomic_op)
+        source_lines.append(f"  atomic_{atomic_op}(outa + rn, {result.name}[{red_op}, :], rn < N);")
     source_lines.append("}")
     source = "\n".join(source_lines) + "\n"
 

@@ -29,9 +29,18 @@ def test_a_hundred_seeds_cover_every_feature() -> None:
     assert seen == FEATURES
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_random_kernel_interprets_and_compiles(seed: int) -> None:
-    program = rk.generate(seed)
+def test_wide_kernels_add_their_constructs_and_keep_the_plain_ones() -> None:
+    seen: set[str] = set()
+    for seed in range(100):
+        seen |= set(rk.generate(seed, wide=True).features)
+    assert seen == FEATURES | {"helper", "while", "return"}
+    assert rk.generate(3, wide=False).source == rk.generate(3).source
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["plain", "wide"])
+@pytest.mark.parametrize("seed", range(8))
+def test_random_kernel_interprets_and_compiles(seed: int, wide: bool) -> None:
+    program = rk.generate(seed, wide)
     outputs = rk.interpret(program)
     assert len(outputs) == len(program.make_args())
     if find_ptxas() is not None:
