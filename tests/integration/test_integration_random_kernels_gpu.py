@@ -1,6 +1,7 @@
 """Random kernels (packages/tc-nvptx/tests/random_kernels.py) give the interpreter's results on
 the GPU, and the kernels that ptxas miscompiled before tc_nvptx.ptx_fixups give numpy's.
-tools/fuzz_kernels.py runs many more seeds; these are a fixed sample for every GPU check."""
+tools/fuzz_kernels.py runs many more seeds; these (300 plain kernels, 100 wide ones) are a fixed
+sample for every GPU check."""
 
 from __future__ import annotations
 
@@ -37,11 +38,12 @@ def test_negation_cases_on_the_gpu(case: neg.NegationCase) -> None:
     np.testing.assert_array_equal(rk.from_device(dev[index], args[index]), want)
 
 
-@pytest.mark.parametrize("seed", range(300))
-def test_random_kernel_matches_the_interpreter(seed: int) -> None:
+@pytest.mark.parametrize("wide, seed", [(False, s) for s in range(300)] + [(True, s) for s in range(100)],
+                         ids=[f"plain{s}" for s in range(300)] + [f"wide{s}" for s in range(100)])
+def test_random_kernel_matches_the_interpreter(wide: bool, seed: int) -> None:
     from tc_lang import TcCompileError
 
-    program = rk.generate(seed)
+    program = rk.generate(seed, wide)
     want = rk.interpret(program)
     try:
         got = rk.run_gpu(program)
