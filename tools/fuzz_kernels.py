@@ -66,7 +66,7 @@ def _outcome(program: Any, gpu: bool, arch: str = "sm_90") -> tuple[str, str]:
         return "crash", f"{stage}: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
 
 
-def reduce_source(seed: int, gpu: bool, wide: bool = False) -> str:
+def reduce_source(seed: int, gpu: bool, wide: bool = False, arch: str = "sm_90") -> str:
     """The failing kernel of `seed` with every line removed whose removal keeps it failing the
     same way (a crash stays a crash, a mismatch a mismatch): a short reproduction."""
     _setup()
@@ -75,18 +75,18 @@ def reduce_source(seed: int, gpu: bool, wide: bool = False) -> str:
     import random_kernels as rk
 
     program = rk.generate(seed, wide)
-    want, _ = _outcome(program, gpu)
+    want, _ = _outcome(program, gpu, arch)
     lines = program.source.splitlines()
     first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("bool mask")) + 1
     i = len(lines) - 2  # the last line is the closing brace
     while i >= first:
         trial = lines[:i] + lines[i + 1:]
-        outcome, _ = _outcome(attrs.evolve(program, source="\n".join(trial) + "\n"), gpu)
+        outcome, _ = _outcome(attrs.evolve(program, source="\n".join(trial) + "\n"), gpu, arch)
         if outcome == want:
             lines = trial
         i -= 1
     source = "\n".join(lines) + "\n"
-    _, message = _outcome(attrs.evolve(program, source=source), gpu)
+    _, message = _outcome(attrs.evolve(program, source=source), gpu, arch)
     return source + "/* " + message.replace("*/", "* /") + " */\n"
 
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if failed and args.reduce and args.keep:
         with cf.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
             reduced = pool.map(reduce_source, failed, [not args.compile_only] * len(failed),
-                               [args.wide] * len(failed))
+                               [args.wide] * len(failed), [args.arch] * len(failed))
             for seed, source in zip(failed, reduced):
                 (args.keep / f"fuzz-{seed}.min.tc").write_text(source)
                 print(f"\n== seed {seed}, reduced:\n{source}")

@@ -19,7 +19,7 @@ def test_compile_only_run_prints_the_outcomes_by_feature(capsys: pytest.CaptureF
 
 
 def test_the_reducer_keeps_only_the_lines_the_failure_needs(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_outcome(program: Any, gpu: bool) -> tuple[str, str]:
+    def fake_outcome(program: Any, gpu: bool, arch: str = "sm_90") -> tuple[str, str]:
         return ("mismatch", "differs") if "z0" in program.source.split("bool mask")[1] else ("ok", "")
 
     monkeypatch.setattr(fuzz_kernels, "_outcome", fake_outcome)

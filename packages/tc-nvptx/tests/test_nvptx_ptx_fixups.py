@@ -24,12 +24,16 @@ def test_negations_become_not_and_add() -> None:
            "\t@!%p3 neg.s64 %rd7, %rd1;\n"
            "\tneg.f32 \t%f1, %f2;\n"
            "\tneg.ftz.f32 \t%f3, %f2;\n")
+    # a blank line before stays where it was; the two instructions keep the line's indentation
+    assert spell_out_negations("\n\n\tneg.s32 %r1, %r2;\n") == "\n\n\tnot.b32 \t%r1, %r2;\n\tadd.s32 \t%r1, %r1, 1;\n"
     assert spell_out_negations(ptx) == (
         "\tnot.b32 \t%r5, %r4;\n\tadd.s32 \t%r5, %r5, 1;\n"
         "\t@%p1 not.b16 \t%rs2, %rs2;\n\t@%p1 add.s16 \t%rs2, %rs2, 1;\n"
         "\t@!%p3 not.b64 \t%rd7, %rd1;\n\t@!%p3 add.s64 \t%rd7, %rd7, 1;\n"
         "\tneg.f32 \t%f1, %f2;\n"
         "\tneg.ftz.f32 \t%f3, %f2;\n")
+    # a blank line before stays where it was; the two instructions keep the line's indentation
+    assert spell_out_negations("\n\n\tneg.s32 %r1, %r2;\n") == "\n\n\tnot.b32 \t%r1, %r2;\n\tadd.s32 \t%r1, %r1, 1;\n"
 
 
 @pytest.mark.parametrize("case", neg.CASES, ids=[c.name for c in neg.CASES])

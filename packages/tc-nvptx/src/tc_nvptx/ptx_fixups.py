@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-_NEG = re.compile(r"^(?P<indent>\s*)(?P<pred>@!?%\w+\s+)?neg\.s(?P<bits>16|32|64)\s+(?P<d>%\w+),\s*(?P<a>%\w+);",
-                  re.M)
+_NEG = re.compile(r"^(?P<indent>[ \t]*)(?P<pred>@!?%\w+[ \t]+)?neg\.s(?P<bits>16|32|64)[ \t]+(?P<d>%\w+),[ \t]*"
+                  r"(?P<a>%\w+);", re.M)
 
 
 def _two_instructions(m: re.Match[str]) -> str:
