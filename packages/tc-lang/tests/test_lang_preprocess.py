@@ -542,3 +542,18 @@ def test_unterminated_comment_in_an_include(tmp_path: Path) -> None:
     assert [(d.location.file, d.location.line, d.location.col, d.message)
             for d in info.value.diagnostics] == [
         (str(tmp_path / "c.h"), 2, 3, "unterminated comment")]
+
+
+def test_every_token_of_a_long_line_of_expansions_maps_to_its_own_invocation() -> None:
+    # (locate finds a token's segment by binary search: a line has a segment per expansion)
+    terms = [f"A + {k}" for k in range(300)]
+    line = "float y = " + " + ".join(terms) + ";"
+    pre = tc_lang.preprocess("#define A (x)\n" + line + "\n")
+    out_line = next(i for i, t in enumerate(pre.text.splitlines(), 1) if t.startswith("float"))
+    out = pre.text.splitlines()[out_line - 1]
+    xs = [i + 1 for i, ch in enumerate(out) if ch == "x"]
+    invocations = [i + 1 for i, ch in enumerate(line) if ch == "A"]
+    assert [pre.locate(out_line, c).col for c in xs] == invocations
+    assert {pre.locate(out_line, c).line for c in xs} == {2}
+    literal = out.index(" 299;") + 2  # the last literal: a segment copied one to one
+    assert pre.locate(out_line, literal, 3).col == line.index(" 299;") + 2

@@ -12,6 +12,7 @@ Defines from Python become object-like macros. Their values are C token text: `1
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import math
 import os
@@ -92,6 +93,10 @@ class Segment:
     expanded: bool = False
 
 
+def _out_col(seg: Segment) -> int:
+    return seg.out_col
+
+
 @attrs.frozen(eq=False)
 class Preprocessed:
     """The preprocessed text of a kernel source and the map back to the user's files."""
@@ -114,16 +119,11 @@ class Preprocessed:
         if self.identity or not (1 <= line <= len(self.lines)):
             return Location(self.filename, line, col, line, col + max(length, 1) - 1)
         segs = self.lines[line - 1]
-        chosen: Segment | None = None
-        for seg in segs:
-            if seg.out_col <= col:
-                chosen = seg
-            else:
-                break
-        if chosen is None:
-            if not segs:
-                return Location(self.filename, line, col)
-            chosen = segs[0]
+        # the last segment starting at or before `col` (segments run left to right): a binary
+        # search, as the parser locates every token and a long line has a segment per token
+        if not segs:
+            return Location(self.filename, line, col)
+        chosen = segs[max(bisect.bisect_right(segs, col, key=_out_col) - 1, 0)]
         o = chosen.origin
         if chosen.expanded:
             return o

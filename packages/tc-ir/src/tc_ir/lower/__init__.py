@@ -14,6 +14,7 @@ from tc_lang.deep import run_deep
 from tc_lang.diagnostics import TcCompileError, with_source_lines
 
 from ..ops import Block, Function, Module
+from .analysis import purity_memo
 from .attributes import attribute_values
 from .cleanup import prune_dead
 from .context import FnCtx, Lowerer
@@ -52,7 +53,8 @@ def _lower(unit: A.TranslationUnit, kernel: str | None, verify: bool | None) -> 
             names = ", ".join(f"'{k.name}'" for k in kernels) or "none"
             unknown_name(f"no __global__ kernel named '{kernel}' (kernels: {names})", unit.loc)
         chosen = found[0]
-    module = Module([lower_function(unit, chosen)])
+    with purity_memo():
+        module = Module([lower_function(unit, chosen)])
     if verify if verify is not None else __debug__:
         from ..verifier import verify as verify_ir
 

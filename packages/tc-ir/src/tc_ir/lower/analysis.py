@@ -4,6 +4,8 @@ whether it can jump out (break / continue / return), whether an expression has e
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Iterator
 
 import attrs
@@ -99,16 +101,42 @@ def always_jumps(stmt: A.Stmt) -> bool:
     return False
 
 
+#: is_pure's answers during one lowering, by the id of the node (kept with its node, so that the
+#: id stays its own): the lowering asks again for every nested `?:` and `&&`, which made a chain of
+#: n of them cost n^2 (2000 conditionals took 16 s). Set by `purity_memo`.
+_PURE: contextvars.ContextVar[dict[int, tuple[A.Node, bool]] | None] = contextvars.ContextVar(
+    "tc_ir_pure", default=None)
+
+
+@contextlib.contextmanager
+def purity_memo() -> Iterator[None]:
+    """Remember is_pure's answers inside the block (one lowering of one unit)."""
+    token = _PURE.set({})
+    try:
+        yield
+    finally:
+        _PURE.reset(token)
+
+
 def is_pure(expr: A.Node) -> bool:
     """No assignment, increment, memory access, atomic, barrier or helper call inside: evaluating
     it eagerly (and even when C would not) changes nothing and cannot fault."""
+    memo = _PURE.get()
+    if memo is not None:
+        known = memo.get(id(expr))
+        if known is not None and known[0] is expr:
+            return known[1]
     if isinstance(expr, A.Assign) or isinstance(expr, A.Deref):
-        return False
-    if isinstance(expr, A.Unary) and expr.op in INCDEC:
-        return False
-    if isinstance(expr, A.Call) and expr.func not in PURE_BUILTINS:
-        return False
-    return all(is_pure(c) for c in children(expr))
+        pure = False
+    elif isinstance(expr, A.Unary) and expr.op in INCDEC:
+        pure = False
+    elif isinstance(expr, A.Call) and expr.func not in PURE_BUILTINS:
+        pure = False
+    else:
+        pure = all(is_pure(c) for c in children(expr))
+    if memo is not None:
+        memo[id(expr)] = (expr, pure)
+    return pure
 
 
 def names_used(expr: A.Node) -> set[str]:
