@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "packages" / "tc-nvptx" / "tests"))
 import nvptx_catalogue as cat  # noqa: E402
+from random_kernels import from_device, to_device  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -33,17 +34,6 @@ def _tolerance(dtype: Any, case: cat.Case) -> tuple[float, float]:
     return 1e-4, 1e-5
 
 
-def _to_device(a: np.ndarray[Any, Any]) -> Any:
-    # unsigned arrays travel as the signed type of their width (torch lacks most unsigned types)
-    view = a.view(np.dtype(f"i{a.dtype.itemsize}")) if a.dtype.kind == "u" and a.dtype.itemsize > 1 else a
-    return torch.from_numpy(np.ascontiguousarray(view)).cuda()
-
-
-def _from_device(t: Any, like: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    out: np.ndarray[Any, Any] = np.asarray(t.cpu().numpy()).view(like.dtype)
-    return out.reshape(like.shape)
-
-
 @pytest.mark.parametrize("scale", ["odd", "large"])
 @pytest.mark.parametrize("case", CASES, ids=cat.case_ids(CASES))
 def test_gpu_matches_interpreter(case: cat.Case, scale: str) -> None:
@@ -52,13 +42,13 @@ def test_gpu_matches_interpreter(case: cat.Case, scale: str) -> None:
     assert case.make is not None
     launch = case.make(np.random.default_rng(42), scale)
     cpu_args: list[Any] = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in launch.args]
-    gpu_args: list[Any] = [_to_device(a) if isinstance(a, np.ndarray) else a for a in launch.args]
+    gpu_args: list[Any] = [to_device(a) if isinstance(a, np.ndarray) else a for a in launch.args]
     tc.kernel(case.source, device="cpu", defines=case.defines)(*cpu_args, grid=launch.grid)
     tc.kernel(case.source, device="cuda", defines=case.defines, num_warps=case.num_warps)(*gpu_args, grid=launch.grid)
     torch.cuda.synchronize()
     for i in launch.outputs:
         want = cpu_args[i]
-        got = _from_device(gpu_args[i], want)
+        got = from_device(gpu_args[i], want)
         if launch.view is not None:
             want, got = launch.view(i, want), launch.view(i, got)
         if launch.exact or want.dtype.kind in "iub":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 import attrs
@@ -41,6 +41,19 @@ _saved_limit = 0
 _local = threading.local()
 
 
+def children(node: ast.Node) -> Iterator[ast.Node]:
+    """The direct child nodes of `node` (in its fields and tuples of nodes), in field order."""
+    names = _CHILD_FIELDS.get(type(node))
+    if names is None:
+        names = _CHILD_FIELDS[type(node)] = _child_fields(type(node))
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, ast.Node):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (item for item in value if isinstance(item, ast.Node))
+
+
 def tree_depth(root: ast.Node, limit: int | None = None) -> int:
     """The depth of the syntax tree under `root` (its nodes and tuples of nodes), counted without
     recursion; only up to a first level deeper than `limit` when one is given."""
@@ -52,15 +65,7 @@ def tree_depth(root: ast.Node, limit: int | None = None) -> int:
             depth = d
             if limit is not None and depth > limit:
                 break
-        names = _CHILD_FIELDS.get(type(node))
-        if names is None:
-            names = _CHILD_FIELDS[type(node)] = _child_fields(type(node))
-        for name in names:
-            value = getattr(node, name)
-            if isinstance(value, ast.Node):
-                stack.append((value, d + 1))
-            elif isinstance(value, tuple):
-                stack.extend((item, d + 1) for item in value if isinstance(item, ast.Node))
+        stack.extend((child, d + 1) for child in children(node))
     return depth
 
 
@@ -137,4 +142,4 @@ def _restore_limit() -> None:
         sys.setrecursionlimit(_saved_limit)
 
 
-__all__ = ["RECURSION_LIMIT", "SHALLOW", "STACK_BYTES", "run_deep", "tree_depth"]
+__all__ = ["RECURSION_LIMIT", "SHALLOW", "STACK_BYTES", "children", "run_deep", "tree_depth"]

@@ -8,8 +8,8 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
-import attrs
 from tc_lang import ast as A
+from tc_lang.deep import children as children  # (re-exported: the lowering walks nodes with it)
 
 INCDEC = frozenset({"pre++", "pre--", "post++", "post--"})
 
@@ -19,18 +19,6 @@ PURE_BUILTINS = frozenset(
     exp2 exp2f log2 log2f floor floorf ceil ceilf abs fabs fabsf fma fmaf min max select
     minimum maximum""".split()
 )
-
-
-def children(node: A.Node) -> Iterator[A.Node]:
-    """The direct child nodes of `node`, in field order."""
-    for f in attrs.fields(type(node)):
-        value = getattr(node, f.name)
-        if isinstance(value, A.Node):
-            yield value
-        elif isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, A.Node):
-                    yield item
 
 
 def assigned_names(*nodes: A.Node | None) -> list[str]:
